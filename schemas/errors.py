@@ -1,0 +1,93 @@
+"""The one exception tree of humangate.
+
+    HumangateError
+     ├── InvalidSchemaError       the caller's schema breaks a flat-schema rule
+     ├── InvalidAnswerError       a person's answer does not satisfy the schema
+     ├── InvalidRequestError      a caller's arguments are malformed (bad field, too large)
+     ├── AuthError                a wrong API key, or anonymous where auth is required
+     ├── SignatureError           an inbound callback is not signed as the platform signs
+     ├── NotConfiguredError       a channel was asked for but its settings are missing
+     ├── UnknownRequestError      no Human Function with that id or token
+     ├── ClosedError              the Human Function already ended
+     │    ├── AlreadyAnsweredError    someone answered first
+     │    └── ExpiredError            the deadline passed
+     └── DeliveryError            a channel could not deliver or update (``retryable``)
+
+Every message names the field and the rule, so it can be shown to a person or an agent as is.
+The HTTP status of each class is mapped in one place (``gateway.errors``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class HumangateError(Exception):
+    """Base of every error humangate raises on purpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule at one place: ``path`` is dotted (``properties.user``), empty for the root."""
+
+    path: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.rule}" if self.path else self.rule
+
+
+class InvalidSchemaError(HumangateError):
+    """The schema breaks one or more flat-schema rules; all of them are reported at once."""
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        super().__init__("Invalid schema: " + "; ".join(str(v) for v in violations))
+
+
+class InvalidAnswerError(HumangateError):
+    """An answer breaks the schema; ``errors`` maps each field name ('' for the form) to a reason."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.errors = errors
+        super().__init__("Invalid answer: " + "; ".join(f"{k or 'form'}: {v}" for k, v in errors.items()))
+
+
+class InvalidRequestError(HumangateError):
+    """The caller's arguments are malformed; the message names the field and the rule."""
+
+
+class AuthError(HumangateError):
+    """The caller presented a wrong key, or none where one is required."""
+
+
+class SignatureError(HumangateError):
+    """An inbound callback failed signature verification (missing, malformed, stale or wrong)."""
+
+
+class NotConfiguredError(HumangateError):
+    """A channel was requested that has no settings; the message names the configured ones."""
+
+
+class UnknownRequestError(HumangateError):
+    """No Human Function matches the id or token (never created, or its keys expired)."""
+
+
+class ClosedError(HumangateError):
+    """The Human Function already reached a terminal state; nothing was changed."""
+
+
+class AlreadyAnsweredError(ClosedError):
+    """Someone answered first; the message says who."""
+
+
+class ExpiredError(ClosedError):
+    """The deadline passed before this answer arrived."""
+
+
+class DeliveryError(HumangateError):
+    """A channel failed to post or update its message."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        self.retryable = retryable
+        super().__init__(message)

@@ -1,0 +1,97 @@
+"""The data of a Human Function: what was asked, where, by whom, and how it ended."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Action(StrEnum):
+    """What a person (or the clock, or the agent) did with a request; MCP's three actions."""
+
+    ACCEPT = "accept"
+    DECLINE = "decline"
+    CANCEL = "cancel"
+
+
+class Status(StrEnum):
+    """Where a Human Function is in its life; every status but ``pending`` is terminal."""
+
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    CANCELED = "canceled"
+    EXPIRED = "expired"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self is not Status.PENDING
+
+
+STATUS_OF_ACTION = {
+    Action.ACCEPT: Status.ACCEPTED,
+    Action.DECLINE: Status.DECLINED,
+    Action.CANCEL: Status.CANCELED,
+}
+"""The terminal status a person's action leads to (expiry has no action of its own)."""
+
+
+class Answer(BaseModel):
+    """A person's answer as a channel parsed it, before it is validated and recorded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: Action
+    content: dict[str, Any] | None = None
+    reason: str | None = None
+    by: str = Field(description="who answered, as the channel knows them (e.g. 'Ada (U123)')")
+    via: str = Field(description="the channel the answer came through")
+
+
+class Outcome(BaseModel):
+    """How a Human Function ended; stored once, by the first terminal transition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status
+    action: Action
+    content: dict[str, Any] | None = None
+    reason: str | None = None
+    by: str | None = None
+    via: str
+    at: float
+
+
+class HumanFunction(BaseModel):
+    """One request for a person's input. ``request_schema`` keeps the caller's key order."""
+
+    id: str
+    requester: str
+    channel: str
+    message: str
+    request_schema: dict[str, Any]
+    created_at: float
+    deadline: float
+    form_secret: str = Field(repr=False)
+    status: Status = Status.PENDING
+    outcome: Outcome | None = None
+    refs: dict[str, Any] = Field(default_factory=dict)
+    delivery_error: str | None = None
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status is Status.PENDING
+
+    @property
+    def form_token(self) -> str:
+        """The capability in the form URL: the id plus an unguessable secret (>= 128 bits)."""
+        return f"{self.id}.{self.form_secret}"
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.deadline - self.created_at
+
+    def seconds_left(self, now: float) -> float:
+        return max(0.0, self.deadline - now)

@@ -1,0 +1,116 @@
+"""All configuration, read once from the environment (``HUMANGATE_`` prefix, platform names as is).
+
+Nothing else in humangate reads ``os.environ``: code asks ``get_settings()``, and tests replace
+the cached instance with ``override_settings(...)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CHANNEL_NAMES = ("slack", "discord", "teams", "web")
+"""Every channel name the ``uiType`` argument accepts, in the order the tool lists them."""
+
+
+CommaList = Annotated[list[str], NoDecode]
+"""A list setting written in the environment as comma-separated values."""
+
+
+def _env(name: str) -> AliasChoices:
+    """Let a setting be read by its platform's own variable name (no ``HUMANGATE_`` prefix)."""
+    return AliasChoices(name, name.lower())
+
+
+class Settings(BaseSettings):
+    """Every tunable of a humangate process; see the README's configuration table."""
+
+    model_config = SettingsConfigDict(env_prefix="HUMANGATE_", extra="ignore", populate_by_name=True)
+
+    redis_url: str | None = None
+    data_dir: Path = Path(".humangate")
+    public_url: str = "http://127.0.0.1:8000"
+    allowed_hosts: CommaList = Field(default_factory=list)
+    default_channel: str | None = None
+
+    api_keys: SecretStr | None = None
+    require_auth: bool = False
+    anonymous_timeout: float = Field(180.0, gt=0)
+    authenticated_timeout: float = Field(300.0, gt=0)
+    poll_interval: float = Field(5.0, gt=0)
+
+    max_properties: int = Field(32, gt=0)
+    max_options: int = Field(100, gt=0)
+    max_schema_bytes: int = Field(64 * 1024, gt=0)
+    max_message_bytes: int = Field(8 * 1024, gt=0)
+
+    slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_channel: str | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    slack_allowed_users: CommaList = Field(default_factory=list)
+
+    discord_bot_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_BOT_TOKEN"))
+    discord_application_id: str | None = Field(None, validation_alias=_env("DISCORD_APPLICATION_ID"))
+    discord_public_key: str | None = Field(None, validation_alias=_env("DISCORD_PUBLIC_KEY"))
+    discord_channel_id: str | None = None
+    discord_api_url: str = "https://discord.com/api/v10"
+    discord_allowed_users: CommaList = Field(default_factory=list)
+    discord_allowed_roles: CommaList = Field(default_factory=list)
+
+    teams_app_id: str | None = Field(None, validation_alias=_env("TEAMS_APP_ID"))
+    teams_app_password: SecretStr | None = Field(None, validation_alias=_env("TEAMS_APP_PASSWORD"))
+    teams_tenant_id: str | None = Field(None, validation_alias=_env("TEAMS_TENANT_ID"))
+    teams_conversation: str | None = None
+    teams_service_url: str | None = None
+    teams_openid_url: str | None = None
+
+    @field_validator(
+        "allowed_hosts",
+        "slack_allowed_users",
+        "discord_allowed_users",
+        "discord_allowed_roles",
+        mode="before",
+    )
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("default_channel")
+    @classmethod
+    def _known_channel(cls, value: str | None) -> str | None:
+        if value is not None and value not in CHANNEL_NAMES:
+            raise ValueError(f"must be one of {', '.join(CHANNEL_NAMES)}")
+        return value
+
+    @property
+    def public_base(self) -> str:
+        """``public_url`` without a trailing slash, for building links."""
+        return self.public_url.rstrip("/")
+
+    @property
+    def public_host(self) -> str:
+        return urlsplit(self.public_url).netloc
+
+
+_current: Settings | None = None
+
+
+def get_settings() -> Settings:
+    """The process's settings, read from the environment on first use and cached."""
+    global _current
+    if _current is None:
+        _current = Settings()
+    return _current
+
+
+def override_settings(settings: Settings | None) -> None:
+    """Replace the cached settings (tests); ``None`` re-reads the environment on next use."""
+    global _current
+    _current = settings
