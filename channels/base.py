@@ -1,0 +1,67 @@
+"""The one protocol every channel (Slack, Discord, Teams, web) implements.
+
+A channel is an adapter in the style of arq's settings classes: a ``name``; pure functions that
+*render* a Human Function into the platform's payload and *parse* a platform callback into an
+``Answer``; *verify*, which raises ``SignatureError`` for an inbound callback that is not signed as
+the platform signs; and *deliver* / *update*, the only I/O, done through a client the caller gets
+from ``connect`` and injects. Rendering and parsing take no network, so most channel tests need
+none. Channels are registered in one explicit table, ``channels.registry.CHANNELS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from schemas.models import Answer, HumanFunction
+from schemas.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """What rendering needs beyond the Human Function itself; built by the caller, never by I/O."""
+
+    form_url: str
+    """The hosted web form of this Human Function (a capability URL: never log it)."""
+    now: float
+    """Seconds since the epoch, from the caller's (injectable) clock."""
+
+
+class Channel(Protocol):
+    """A platform a person answers on. Implementations hold no per-request state."""
+
+    name: str
+
+    def missing_settings(self, settings: Settings) -> list[str]:
+        """Names of the environment variables still needed; empty means configured."""
+        ...
+
+    def render(self, hf: HumanFunction, ctx: RenderContext) -> Any:
+        """The platform payload showing ``hf`` as it is now (pending form, or its outcome)."""
+        ...
+
+    def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
+        """Turn a platform callback into an answer; raises ``InvalidAnswerError`` on bad fields."""
+        ...
+
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
+        """Raise ``SignatureError`` unless the callback is authentic and fresh."""
+        ...
+
+    def connect(self, settings: Settings) -> AbstractAsyncContextManager[Any]:
+        """An async context manager yielding the client ``deliver`` and ``update`` use."""
+        ...
+
+    async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> dict[str, Any]:
+        """Post the request; return the references needed to update it later (message ids)."""
+        ...
+
+    async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
+        """Show the outcome of an ended ``hf`` in place and disable its inputs."""
+        ...
+
+    async def check(self, settings: Settings) -> list[str]:
+        """Problems a person must fix, in plain words (``humangate doctor``); empty when healthy."""
+        ...

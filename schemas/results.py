@@ -1,0 +1,57 @@
+"""The exact texts and structured results an agent receives (SPEC §4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.models import Action, Outcome
+
+NO_REASON = "No reason given"
+"""The decline text when the person gave no reason."""
+
+WITHDRAWN_REASON = "Request canceled by the agent"
+"""The cancel reason when the agent withdraws its own request."""
+
+
+def duration_text(seconds: float) -> str:
+    """``3 minutes`` for whole minutes, ``1 minute``, else ``90 seconds`` (rounded to whole seconds)."""
+    whole = round(seconds)
+    if whole % 60 == 0 and whole >= 60:
+        minutes = whole // 60
+        return f"{minutes} minute" if minutes == 1 else f"{minutes} minutes"
+    return f"{whole} second" if whole == 1 else f"{whole} seconds"
+
+
+def timeout_reason(timeout_seconds: float) -> str:
+    """The cancel reason of an expired request: ``Request timed out after 3 minutes``."""
+    return f"Request timed out after {duration_text(timeout_seconds)}"
+
+
+def compact_json(content: dict[str, Any] | None) -> str:
+    """JSON as the result text shows it: compact, keys in the order given, UTF-8 kept."""
+    return json.dumps(content or {}, separators=(",", ":"), ensure_ascii=False)
+
+
+def result_text(outcome: Outcome) -> str:
+    """``User provided: {...}`` / ``User declined: <reason>`` / ``User canceled: <reason>``."""
+    if outcome.action is Action.ACCEPT:
+        return f"User provided: {compact_json(outcome.content)}"
+    if outcome.action is Action.DECLINE:
+        return f"User declined: {outcome.reason or NO_REASON}"
+    return f"User canceled: {outcome.reason or NO_REASON}"
+
+
+def is_error(outcome: Outcome) -> bool:
+    """Decline and cancel are reported to the agent as tool errors; accept is not."""
+    return outcome.action is not Action.ACCEPT
+
+
+def structured_result(outcome: Outcome, hf_id: str) -> dict[str, Any]:
+    """The ``structuredContent`` of every result."""
+    return {
+        "action": outcome.action.value,
+        "content": outcome.content if outcome.action is Action.ACCEPT else None,
+        "reason": None if outcome.action is Action.ACCEPT else (outcome.reason or NO_REASON),
+        "id": hf_id,
+    }
