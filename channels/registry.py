@@ -1,0 +1,40 @@
+"""The one explicit table of channels. Adding a platform means adding a line here."""
+
+from __future__ import annotations
+
+from channels.base import Channel
+from channels.web import WebChannel
+from schemas.errors import NotConfiguredError
+from schemas.settings import CHANNEL_NAMES, Settings
+
+CHANNELS: dict[str, Channel] = {
+    "web": WebChannel(),
+}
+"""Every implemented channel by name, in ``uiType`` order."""
+
+
+def configured_channels(settings: Settings) -> list[str]:
+    """Names of the channels whose required settings are all present."""
+    return [name for name, channel in CHANNELS.items() if not channel.missing_settings(settings)]
+
+
+def default_channel(settings: Settings) -> str:
+    """``HUMANGATE_DEFAULT_CHANNEL``, else ``slack`` when Slack is configured, else ``web``."""
+    if settings.default_channel:
+        return settings.default_channel
+    return "slack" if "slack" in configured_channels(settings) else "web"
+
+
+def get_channel(name: str, settings: Settings) -> Channel:
+    """The channel called ``name`` if it is configured; otherwise an error naming the configured ones."""
+    configured = configured_channels(settings)
+    if name in CHANNELS and name in configured:
+        return CHANNELS[name]
+    if name not in CHANNEL_NAMES:
+        reason = f"unknown channel {name!r}"
+    elif name not in CHANNELS:
+        reason = f"channel {name!r} is not available in this version"
+    else:
+        missing = ", ".join(CHANNELS[name].missing_settings(settings))
+        reason = f"channel {name!r} is not configured (missing {missing})"
+    raise NotConfiguredError(f"{reason}; configured channels: {', '.join(configured) or 'none'}")

@@ -1,0 +1,54 @@
+"""The FastAPI application: MCP at ``/mcp``, web forms, webhooks, REST, health."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from starlette.routing import Route
+
+from gateway import health, rest, webform
+from gateway.auth import CallerAuth
+from gateway.errors import install_error_handlers
+from gateway.limits import BodySizeLimit
+from gateway.mcp_server import build_mcp
+from gateway.runtime import Runtime, open_runtime
+from gateway.service import Clock
+from schemas.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
+    """Build the app; Redis connections and background tasks start in its lifespan."""
+    settings = settings or get_settings()
+    holder: dict[str, Runtime] = {}
+
+    def get_runtime() -> Runtime:
+        return holder["runtime"]
+
+    session_manager = build_mcp(get_runtime, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_runtime(settings, clock) as runtime:
+            holder["runtime"] = runtime
+            app.state.runtime = runtime
+            async with session_manager.run():
+                yield
+
+    app = FastAPI(
+        title="humangate",
+        summary="A multi-channel human-functions gateway",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    # A plain Route (not a Mount) so that exactly "/mcp" matches, with no trailing-slash redirect.
+    mcp_endpoint = CallerAuth(StreamableHTTPASGIApp(session_manager), get_runtime)
+    app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, include_in_schema=False))
+    app.include_router(webform.router)
+    app.include_router(rest.router)
+    app.include_router(health.router)
+    app.add_middleware(BodySizeLimit)
+    return app

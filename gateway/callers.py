@@ -1,0 +1,111 @@
+"""Who is calling: API keys from the environment and from Redis (stored hashed), and timeouts.
+
+A caller with ``Authorization: Bearer <key>`` is authenticated; no header makes it anonymous; a
+wrong key is refused, never downgraded to anonymous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from gateway import redis_keys as keys
+from schemas.errors import AuthError, InvalidRequestError
+from schemas.settings import Settings
+
+ANONYMOUS = "anonymous"
+"""The requester name of callers without a key."""
+
+KEY_PREFIX = "hg_"
+"""Prefix of generated keys, so a leaked one is easy to recognise in logs and scanners."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    name: str
+    authenticated: bool
+
+    def timeout(self, settings: Settings) -> float:
+        """Seconds this caller's requests wait: 180 anonymous, 300 authenticated by default."""
+        return settings.authenticated_timeout if self.authenticated else settings.anonymous_timeout
+
+
+ANONYMOUS_CALLER = Caller(ANONYMOUS, authenticated=False)
+
+
+def digest(key: str) -> str:
+    """How keys are stored and compared: SHA-256 (keys are random, so no slow hash is needed)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def env_keys(settings: Settings) -> dict[str, str]:
+    """``HUMANGATE_API_KEYS`` (``name:key,name:key``) as digest -> name."""
+    if settings.api_keys is None:
+        return {}
+    found: dict[str, str] = {}
+    for pair in settings.api_keys.get_secret_value().split(","):
+        name, sep, key = pair.strip().partition(":")
+        if pair.strip() and (not sep or not name or not key):
+            raise InvalidRequestError("HUMANGATE_API_KEYS: each entry must be name:key")
+        if key:
+            found[digest(key)] = name
+    return found
+
+
+class KeyRing:
+    """API keys: the environment's plus those created with ``humangate keys create``."""
+
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self._env = env_keys(settings)
+
+    async def identify(self, authorization: str | None) -> Caller:
+        """The caller an ``Authorization`` header names; ``AuthError`` for a wrong or missing key."""
+        if authorization is None or not authorization.strip():
+            if self.settings.require_auth:
+                raise AuthError("an API key is required: send Authorization: Bearer <key>")
+            return ANONYMOUS_CALLER
+        scheme, _, key = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise AuthError("Authorization must be 'Bearer <api key>'")
+        hashed = digest(key.strip())
+        name = self._env.get(hashed)
+        if name is None:
+            stored = await self.redis.hget(keys.API_KEYS, hashed)
+            if stored is not None:
+                name = json.loads(stored)["name"]
+        if name is None:
+            raise AuthError("invalid API key")
+        return Caller(name, authenticated=True)
+
+    async def create(self, name: str) -> str:
+        """Make a new key for ``name``; the key itself is returned once and never stored."""
+        if not name or len(name) > 64 or not name.replace("-", "").replace("_", "").isalnum():
+            raise InvalidRequestError("key name: use 1-64 letters, digits, '-' or '_'")
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        record = json.dumps({"name": name, "created": time.time()})
+        await self.redis.hset(keys.API_KEYS, digest(key), record)
+        return key
+
+    async def list(self) -> list[dict[str, object]]:
+        """Stored keys as {name, created, fingerprint} (never the key), oldest first."""
+        rows = []
+        for hashed, record in (await self.redis.hgetall(keys.API_KEYS)).items():
+            data = json.loads(record)
+            fingerprint = hashed.decode() if isinstance(hashed, bytes) else hashed
+            rows.append({"name": data["name"], "created": data["created"], "fingerprint": fingerprint[:12]})
+        return sorted(rows, key=lambda row: float(str(row["created"])))
+
+    async def revoke(self, name: str) -> int:
+        """Delete every stored key called ``name``; returns how many were removed."""
+        removed = 0
+        for hashed, record in (await self.redis.hgetall(keys.API_KEYS)).items():
+            if json.loads(record)["name"] == name:
+                removed += await self.redis.hdel(keys.API_KEYS, hashed)
+        return removed

@@ -1,0 +1,92 @@
+"""The ``humangate`` command: serve, worker, keys, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from gateway import doctor as doctor_module
+from gateway.local import local_redis
+from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
+
+logger = logging.getLogger(__name__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="humangate", description="A multi-channel human-functions gateway.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the gateway (MCP at /mcp, web forms, webhooks)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--worker",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run an RQ worker in this process (default: only with the embedded Redis)",
+    )
+
+    worker = commands.add_parser("worker", help="run RQ workers that deliver requests to channels")
+    worker.add_argument("--channels", default=None, help=f"comma-separated, of {','.join(CHANNEL_NAMES)}")
+    worker.add_argument("--burst", action="store_true", help="quit when the queues are empty")
+
+    keys = commands.add_parser("keys", help="manage API keys (stored hashed in Redis)")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    create = key_commands.add_parser("create", help="create a key and print it once")
+    create.add_argument("name")
+    key_commands.add_parser("list", help="list key names (never the keys)")
+    revoke = key_commands.add_parser("revoke", help="revoke every key with this name")
+    revoke.add_argument("name")
+
+    commands.add_parser("doctor", help="check Redis and every configured channel")
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        from gateway.serve import serve as run_serve
+
+        return run_serve(args.host, args.port, args.worker)
+    if args.command == "worker":
+        from gateway.workers_cli import run_workers
+
+        return run_workers(args.channels, burst=args.burst)
+    if args.command == "keys":
+        return _keys(args)
+    return doctor_module.run()
+
+
+def _keys(args: argparse.Namespace) -> int:
+    from redis.asyncio import Redis
+
+    from gateway.callers import KeyRing
+
+    async def act(url: str) -> int:
+        async with Redis.from_url(url) as redis:
+            ring = KeyRing(redis, get_settings())
+            if args.keys_command == "create":
+                key = await ring.create(args.name)
+                sys.stdout.write(f"{key}\n")
+                sys.stderr.write("Store this key now: it is shown only once.\n")
+            elif args.keys_command == "list":
+                rows = await ring.list()
+                for row in rows:
+                    sys.stdout.write(f"{row['name']}\t{row['fingerprint']}\n")
+                if not rows:
+                    sys.stderr.write("no stored keys (keys from HUMANGATE_API_KEYS are not listed)\n")
+            else:
+                removed = await ring.revoke(args.name)
+                sys.stdout.write(f"revoked {removed} key(s) named {args.name}\n")
+                if not removed:
+                    return 1
+            return 0
+
+    with local_redis() as url:
+        override_settings(get_settings().model_copy(update={"redis_url": url}))
+        return asyncio.run(act(url))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

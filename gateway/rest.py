@@ -1,0 +1,117 @@
+"""REST API for callers that do not speak MCP (documented in OpenAPI at ``/docs``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from channels.registry import default_channel
+from gateway.callers import Caller
+from gateway.links import form_url
+from gateway.runtime import Runtime
+from gateway.service import check_request
+from schemas.errors import UnknownRequestError
+from schemas.models import HumanFunction
+from schemas.results import is_error, result_text, structured_result
+
+router = APIRouter(prefix="/v1", tags=["requests"])
+
+
+class CreateRequest(BaseModel):
+    """The same arguments as the MCP ``elicit`` tool."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    message: str = Field(description="Message explaining what information is needed")
+    request_schema: dict[str, Any] = Field(
+        alias="schema", description="JSON Schema for requested data (flat object only)"
+    )
+    uiType: Literal["slack", "discord", "teams", "web"] | None = Field(None, description="UI platform to use")
+
+
+class Result(BaseModel):
+    text: str
+    isError: bool
+    structuredContent: dict[str, Any]
+
+
+class RequestView(BaseModel):
+    """A Human Function as its requester sees it."""
+
+    id: str
+    status: str
+    channel: str
+    requester: str
+    created_at: float
+    deadline: float
+    form_url: str
+    delivery_error: str | None
+    result: Result | None
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+async def current_caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
+    """The authenticated or anonymous caller; 401 for a wrong key."""
+    return await _runtime(request).keyring.identify(authorization)
+
+
+CallerDep = Annotated[Caller, Depends(current_caller)]
+
+
+def _view(runtime: Runtime, hf: HumanFunction) -> RequestView:
+    result = None
+    if hf.outcome is not None:
+        result = Result(
+            text=result_text(hf.outcome),
+            isError=is_error(hf.outcome),
+            structuredContent=structured_result(hf.outcome, hf.id),
+        )
+    return RequestView(
+        id=hf.id,
+        status=hf.status.value,
+        channel=hf.channel,
+        requester=hf.requester,
+        created_at=hf.created_at,
+        deadline=hf.deadline,
+        form_url=form_url(runtime.settings, hf),
+        delivery_error=hf.delivery_error,
+        result=result,
+    )
+
+
+async def _own(runtime: Runtime, hf_id: str, caller: Caller) -> HumanFunction:
+    hf = await runtime.store.get(hf_id)
+    if hf.requester != caller.name:
+        raise UnknownRequestError(f"no request with id {hf_id!r} for this caller")
+    return hf
+
+
+@router.post("/requests", status_code=201, response_model=RequestView)
+async def create_request(body: CreateRequest, request: Request, caller: CallerDep) -> RequestView:
+    """Open a Human Function (or re-attach to an identical pending one) and return at once."""
+    runtime = _runtime(request)
+    message, schema = check_request(body.message, body.request_schema, runtime.settings)
+    channel = body.uiType or default_channel(runtime.settings)
+    hf, _ = await runtime.service.open(caller, channel, message, schema)
+    return _view(runtime, hf)
+
+
+@router.get("/requests/{hf_id}", response_model=RequestView)
+async def get_request(hf_id: str, request: Request, caller: CallerDep) -> RequestView:
+    """The state of one of your Human Functions, with its result once it ended."""
+    runtime = _runtime(request)
+    return _view(runtime, await _own(runtime, hf_id, caller))
+
+
+@router.delete("/requests/{hf_id}", response_model=RequestView)
+async def withdraw_request(hf_id: str, request: Request, caller: CallerDep) -> RequestView:
+    """Withdraw a pending request: it ends as canceled ("Request canceled by the agent")."""
+    runtime = _runtime(request)
+    await _own(runtime, hf_id, caller)
+    return _view(runtime, await runtime.service.withdraw(hf_id, caller))

@@ -1,0 +1,74 @@
+"""The long-lived objects of one gateway process, built in the app's lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis
+
+from gateway.callers import KeyRing
+from gateway.queue import Dispatcher
+from gateway.service import Clock, HumanFunctionService
+from gateway.store import HumanFunctionStore
+from gateway.waiter import Wakeups
+from schemas.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+REDIS_TIMEOUT = 10.0
+"""Seconds any single Redis command may take before it fails (nothing waits forever)."""
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    redis: Redis
+    service: HumanFunctionService
+    wakeups: Wakeups
+    keyring: KeyRing
+
+    @property
+    def store(self) -> HumanFunctionStore:
+        return self.service.store
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Runtime]:
+    """Connect to Redis, start the shared wake-up subscription and the reaper; close all on exit."""
+    if settings.redis_url is None:
+        raise RuntimeError("HUMANGATE_REDIS_URL is not set (humangate serve starts an embedded Redis)")
+    redis = Redis.from_url(
+        settings.redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT
+    )
+    sync_redis = SyncRedis.from_url(settings.redis_url, socket_timeout=REDIS_TIMEOUT)
+    store = HumanFunctionStore(redis)
+    kwargs = {} if clock is None else {"clock": clock}
+    service = HumanFunctionService(store, Dispatcher(sync_redis), settings, **kwargs)
+    wakeups = Wakeups(redis)
+    runtime = Runtime(settings, redis, service, wakeups, KeyRing(redis, settings))
+    await wakeups.start()
+    reaper = asyncio.create_task(_reap_forever(service), name="humangate-reaper")
+    try:
+        yield runtime
+    finally:
+        reaper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reaper
+        await wakeups.stop()
+        await redis.aclose()
+        sync_redis.close()
+
+
+async def _reap_forever(service: HumanFunctionService) -> None:
+    """Expire overdue Human Functions nobody waits on, once per poll interval."""
+    while True:
+        try:
+            await service.reap()
+        except Exception:
+            logger.exception("reaper pass failed; retrying next interval")
+        await asyncio.sleep(service.settings.poll_interval)

