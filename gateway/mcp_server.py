@@ -63,6 +63,12 @@ CALLER_STATE_KEY = "humangate_caller"
 
 RuntimeGetter = Callable[[], Runtime]
 
+INTERNAL_ERROR_TEXT = (
+    "humangate could not complete this call (request {id}); it stays pending: call elicit again "
+    "with the same arguments to re-attach"
+)
+"""What the agent sees when something unexpected failed; details go to the gateway log only."""
+
 
 def _text_result(text: str, *, error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
     return types.CallToolResult(
@@ -124,6 +130,9 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
             hf, created = await runtime.service.open(caller, channel, message, schema)
         except HumangateError as exc:
             return _text_result(str(exc), error=True)
+        except Exception:
+            logger.exception("opening a request failed")
+            return _text_result(INTERNAL_ERROR_TEXT.format(id="-"), error=True)
         if created:
             OPENED.labels(channel=channel).inc()
         last_progress = 0.0
@@ -140,6 +149,10 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
             ended = await wait_for_end(runtime.service, runtime.wakeups, hf, on_tick)
         except HumangateError as exc:
             return _text_result(str(exc), error=True)
+        except Exception:
+            # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
+            logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
+            return _text_result(INTERNAL_ERROR_TEXT.format(id=hf.id), error=True)
         assert ended.outcome is not None
         return _text_result(
             result_text(ended.outcome),

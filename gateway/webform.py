@@ -29,6 +29,10 @@ MAX_FORM_FIELDS = 200
 RECORDED_NOTICE = "Your answer was recorded. You can close this page."
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
@@ -77,12 +81,13 @@ async def submit_form(request: Request, token: str) -> Response:
         await runtime.service.answer(hf.id, answer)
     except InvalidAnswerError as exc:
         fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
-        html = render_page(hf, ctx, nonce=nonce, values=fields, errors=exc.errors)
+        reason = "\n".join(values.get("hg-reason", []))
+        html = render_page(hf, ctx, nonce=nonce, values=fields, errors=exc.errors, reason=reason)
         return _page(html, nonce, 422)
     except ClosedError as exc:
         hf = await runtime.store.get(hf.id)
         return _page(
-            render_page(hf, _context(runtime, hf), nonce=nonce, notice=str(exc).capitalize()), nonce, 409
+            render_page(hf, _context(runtime, hf), nonce=nonce, notice=_sentence(str(exc))), nonce, 409
         )
     logger.info("web form answered hf=%s channel=web", hf.id)
     return RedirectResponse(f"/f/{token}?done=1", status_code=303, headers=page_headers(nonce))
