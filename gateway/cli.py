@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from gateway import doctor as doctor_module
 from gateway.local import local_redis
+from gateway.logs import configure_logging
 from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("doctor", help="check Redis and every configured channel")
 
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     if args.command == "serve":
         from gateway.serve import serve as run_serve
 

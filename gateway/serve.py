@@ -11,6 +11,7 @@ from channels.registry import configured_channels
 from gateway.embedded import EmbeddedRedis
 from gateway.inprocess import start_worker_thread
 from gateway.local import url_file
+from gateway.logs import install_redaction
 from schemas.settings import get_settings, override_settings
 
 logger = logging.getLogger(__name__)
@@ -35,13 +36,16 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
     if with_worker if with_worker is not None else embedded is not None:
         worker, _ = start_worker_thread(settings.redis_url, configured_channels(settings))
     try:
-        uvicorn.run(
+        config = uvicorn.Config(
             create_app(settings),
             host=host,
             port=port,
             log_level="info",
+            log_config=None,  # keep our handlers (and their token redaction)
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
+        install_redaction()
+        uvicorn.Server(config).run()
     finally:
         if worker is not None:
             worker.request_stop_soon()

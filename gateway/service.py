@@ -16,6 +16,7 @@ from typing import Any
 
 from channels.registry import get_channel
 from gateway.callers import Caller
+from gateway.metrics import ENDED
 from gateway.queue import Dispatcher
 from gateway.store import HumanFunctionStore
 from schemas.answers import validate_answer
@@ -168,5 +169,6 @@ class HumanFunctionService:
 
     async def _end(self, hf: HumanFunction, outcome: Outcome) -> HumanFunction:
         ended = await self.store.finish(hf.id, outcome, self._expired(hf))
+        ENDED.labels(status=ended.status.value).inc()
         await self.dispatcher.update(ended)
         return ended

@@ -260,3 +260,30 @@ async def test_the_agent_can_withdraw_its_request_over_rest(start_gateway: Start
         assert text_of(await call.result()) == "User canceled: Request canceled by the agent"
         page = await client.get(form)
     assert "canceled by the agent" in page.text.lower()
+
+
+async def test_form_secrets_never_reach_the_log(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    call = start_call(gateway.url, {"message": "Log hygiene", "schema": APPROVAL, "uiType": "web"})
+    form = await call.form_url()
+    async with httpx.AsyncClient() as client:
+        assert (await client.get(form)).status_code == 200
+    await post_form(form, {"hg-action": "accept", "f.approved": "true"})
+    await call.result()
+    secret = form.rsplit(".", 1)[1]
+    log = gateway.output()
+    assert "GET /f/" in log and "<redacted>" in log  # the access log ran, redacted
+    assert secret not in log
+
+
+async def test_metrics_count_opened_and_ended_requests(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    call = start_call(gateway.url, {"message": "Count me", "schema": APPROVAL, "uiType": "web"})
+    await post_form(await call.form_url(), {"hg-action": "decline"})
+    await call.result()
+    async with httpx.AsyncClient() as client:
+        metrics = (await client.get(f"{gateway.url}/metrics")).text
+        ready = await client.get(f"{gateway.url}/readyz")
+    assert 'humangate_requests_opened_total{channel="web"} 1.0' in metrics
+    assert 'humangate_requests_ended_total{status="declined"} 1.0' in metrics
+    assert ready.json() == {"status": "ok", "redis": "ok"}
