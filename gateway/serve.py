@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+from types import FrameType
 
 import uvicorn
 
@@ -19,6 +21,10 @@ logger = logging.getLogger(__name__)
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long uvicorn lets open requests (waiting tool calls) finish on shutdown; they stay pending
 in Redis and re-attach after the restart."""
+
+
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def serve(host: str, port: int, with_worker: bool | None) -> int:
@@ -45,6 +51,9 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         install_redaction()
+        # uvicorn re-raises the SIGTERM it caught once it has shut down; exiting through SystemExit
+        # lets the finally below stop the worker and the embedded Redis instead of orphaning them.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
         uvicorn.Server(config).run()
     finally:
         if worker is not None:

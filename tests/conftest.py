@@ -85,25 +85,22 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
     """Start real gateway processes (``humangate serve --worker``); all are stopped after the test."""
     started: list[GatewayProcess] = []
 
-    def start(port: int | None = None, **env: str) -> GatewayProcess:
+    def start(port: int | None = None, *, embedded: bool = False, **env: str) -> GatewayProcess:
+        """``embedded=True`` runs ``serve`` as the README does: no Redis URL, no flags."""
         port = port or free_port()
         log = tmp_path / f"gateway-{port}-{len(started)}.log"
-        full_env = (
-            _clean_env()
-            | {
-                "HUMANGATE_REDIS_URL": redis_url,
-                "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
-                "HUMANGATE_DATA_DIR": str(tmp_path / "data"),
-            }
-            | env
-        )
+        full_env = _clean_env() | {
+            "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+            "HUMANGATE_DATA_DIR": str(tmp_path / "data"),
+        }
+        args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)]
+        if not embedded:
+            full_env["HUMANGATE_REDIS_URL"] = redis_url
+            args.append("--worker")
+        full_env |= env
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--worker"],
-                env=full_env,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+                args, env=full_env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
             )
         gateway = GatewayProcess(f"http://127.0.0.1:{port}", process, log)
         started.append(gateway)
