@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from channels.web import WebChannel, render_page, render_unknown_page
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.base import RenderContext
+from channels.web import WebChannel, render_page, render_unknown_page
 from gateway.links import form_url
 from gateway.runtime import Runtime
 from gateway.security import new_nonce, page_headers
