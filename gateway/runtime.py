@@ -15,7 +15,7 @@ from gateway.callers import KeyRing
 from gateway.queue import Dispatcher
 from gateway.service import Clock, HumanFunctionService
 from gateway.store import HumanFunctionStore
-from gateway.waiter import Wakeups
+from gateway.wakeups import Wakeups
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)

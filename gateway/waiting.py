@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from gateway.service import HumanFunctionService
-from gateway.waiter import Wakeups
+from gateway.wakeups import Wakeups
 from schemas.errors import ClosedError, UnknownRequestError
 from schemas.models import HumanFunction
 
