@@ -65,30 +65,26 @@ class Dispatcher:
     def enqueue_delivery(self, hf: HumanFunction) -> None:
         """Queue the posting of ``hf`` on its channel; the job lives only as long as ``hf`` may."""
         ttl = max(1, math.ceil(hf.deadline - time.time()))
+        self._enqueue(hf, "deliver", delivery_job_id(hf.id), ttl, Callback("workers.jobs.delivery_failed"))
+
+    def enqueue_update(self, hf: HumanFunction) -> None:
+        """Queue the update of ``hf``'s message to show its outcome."""
+        self._enqueue(hf, "update", update_job_id(hf.id), UPDATE_JOB_TTL, None)
+
+    def _enqueue(
+        self, hf: HumanFunction, job: str, job_id: str, ttl: int, on_failure: Callback | None
+    ) -> None:
         self.queue(hf.channel).enqueue(
-            "workers.jobs.deliver",
+            f"workers.jobs.{job}",
             hf.id,
-            job_id=delivery_job_id(hf.id),
+            job_id=job_id,
             ttl=ttl,
             result_ttl=RESULT_TTL,
             failure_ttl=FAILURE_TTL,
             retry=Retry(max=len(DELIVERY_RETRY_INTERVALS), interval=DELIVERY_RETRY_INTERVALS),
-            on_failure=Callback("workers.jobs.delivery_failed"),
+            on_failure=on_failure,
         )
-        logger.info("queued delivery hf=%s channel=%s", hf.id, hf.channel)
-
-    def enqueue_update(self, hf: HumanFunction) -> None:
-        """Queue the update of ``hf``'s message to show its outcome."""
-        self.queue(hf.channel).enqueue(
-            "workers.jobs.update",
-            hf.id,
-            job_id=update_job_id(hf.id),
-            ttl=UPDATE_JOB_TTL,
-            result_ttl=RESULT_TTL,
-            failure_ttl=FAILURE_TTL,
-            retry=Retry(max=len(DELIVERY_RETRY_INTERVALS), interval=DELIVERY_RETRY_INTERVALS),
-        )
-        logger.info("queued update hf=%s channel=%s", hf.id, hf.channel)
+        logger.info("queued %s hf=%s channel=%s", job, hf.id, hf.channel)
 
     async def deliver(self, hf: HumanFunction) -> None:
         await asyncio.to_thread(self.enqueue_delivery, hf)

@@ -52,12 +52,18 @@ def _context(hf: HumanFunction, settings: Settings) -> RenderContext:
     return RenderContext(form_url=form_url(settings, hf), now=time.time())
 
 
+async def _load(store: HumanFunctionStore, hf_id: str) -> HumanFunction | None:
+    try:
+        return await store.get(hf_id)
+    except UnknownRequestError:
+        return None
+
+
 async def _deliver(hf_id: str, settings: Settings) -> str:
     async with _redis(settings) as redis:
         store = HumanFunctionStore(redis)
-        try:
-            hf = await store.get(hf_id)
-        except UnknownRequestError:
+        hf = await _load(store, hf_id)
+        if hf is None:
             return "gone"
         if not hf.is_pending:
             return "ended before delivery"
@@ -87,10 +93,8 @@ async def _deliver(hf_id: str, settings: Settings) -> str:
 
 async def _update(hf_id: str, settings: Settings) -> str:
     async with _redis(settings) as redis:
-        store = HumanFunctionStore(redis)
-        try:
-            hf = await store.get(hf_id)
-        except UnknownRequestError:
+        hf = await _load(HumanFunctionStore(redis), hf_id)
+        if hf is None:
             return "gone"
         channel = CHANNELS[hf.channel]
         async with channel.connect(settings) as client:
