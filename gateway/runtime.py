@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from redis import Redis as SyncRedis
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from gateway.callers import KeyRing
 from gateway.queue import Dispatcher
@@ -21,7 +21,11 @@ from schemas.settings import Settings
 logger = logging.getLogger(__name__)
 
 REDIS_TIMEOUT = 10.0
-"""Seconds any single Redis command may take before it fails (nothing waits forever)."""
+"""Seconds any single Redis command may take (or wait for a connection) before it fails."""
+
+REDIS_MAX_CONNECTIONS = 64
+"""Connections one gateway process opens to Redis at most; waiting calls share them (one short
+HMGET per poll), so this bounds Redis's client count however many calls wait."""
 
 
 @dataclass
@@ -42,9 +46,16 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     """Connect to Redis, start the shared wake-up subscription and the reaper; close all on exit."""
     if settings.redis_url is None:
         raise RuntimeError("HUMANGATE_REDIS_URL is not set (humangate serve starts an embedded Redis)")
-    redis = Redis.from_url(
-        settings.redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT
+    # A blocking pool: under a burst, commands queue for a free connection (up to REDIS_TIMEOUT)
+    # instead of failing with "Too many connections".
+    pool = BlockingConnectionPool.from_url(
+        settings.redis_url,
+        max_connections=REDIS_MAX_CONNECTIONS,
+        timeout=REDIS_TIMEOUT,
+        socket_timeout=REDIS_TIMEOUT,
+        socket_connect_timeout=REDIS_TIMEOUT,
     )
+    redis = Redis.from_pool(pool)
     sync_redis = SyncRedis.from_url(settings.redis_url, socket_timeout=REDIS_TIMEOUT)
     store = HumanFunctionStore(redis)
     kwargs = {} if clock is None else {"clock": clock}

@@ -170,5 +170,8 @@ class HumanFunctionService:
     async def _end(self, hf: HumanFunction, outcome: Outcome) -> HumanFunction:
         ended = await self.store.finish(hf.id, outcome, self._expired(hf))
         ENDED.labels(status=ended.status.value).inc()
-        await self.dispatcher.update(ended)
+        # Only a posted message needs updating. A delivery still in flight has no refs yet; the
+        # deliver job re-reads the function after posting and updates the message itself.
+        if ended.refs:
+            await self.dispatcher.update(ended)
         return ended

@@ -102,3 +102,11 @@ async def test_a_cancelled_wait_leaves_the_request_pending(fast_polling: Runtime
         await waiting
     assert (await fast_polling.store.get(hf.id)).status is Status.PENDING
     assert fast_polling.wakeups.waiting == 0
+
+
+async def test_a_burst_of_commands_queues_for_connections_instead_of_failing(fast_polling: Runtime) -> None:
+    hf = await open_one(fast_polling)
+    # Far more concurrent commands than the pool has connections (redis-py's default pool raised
+    # "Too many connections" past 100 in flight).
+    results = await asyncio.gather(*(fast_polling.store.poll(hf.id) for _ in range(400)))
+    assert results == [(Status.PENDING, None)] * 400

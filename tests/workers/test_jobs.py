@@ -65,8 +65,9 @@ async def test_opening_queues_one_delivery_job_that_a_worker_runs(setup: Setup) 
     assert setup.job(delivery_job_id(hf.id)).return_value() == "delivered"
 
 
-async def test_an_answer_queues_the_update_of_the_channel_message(setup: Setup) -> None:
+async def test_an_answer_queues_the_update_of_a_posted_message(setup: Setup) -> None:
     hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
+    await setup.service.store.set_refs(hf.id, {"message": "m1"})
     ended = await setup.service.answer(
         hf.id, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
     )
@@ -74,6 +75,12 @@ async def test_an_answer_queues_the_update_of_the_channel_message(setup: Setup) 
     await setup.work()
     assert setup.job(delivery_job_id(hf.id)).return_value() == "ended before delivery"
     assert setup.job(update_job_id(hf.id)).return_value() == "updated"
+
+
+async def test_nothing_posted_means_no_update_job(setup: Setup) -> None:
+    hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
+    await setup.service.answer(hf.id, Answer(action=Action.DECLINE, by="Ada", via="web"))
+    assert setup.dispatcher.queue("web").job_ids == [delivery_job_id(hf.id)]
 
 
 async def test_the_failure_callback_records_the_error_for_the_waiting_agent(setup: Setup) -> None:
@@ -95,5 +102,6 @@ async def test_the_reaper_expires_overdue_requests_and_queues_their_update(setup
     ended = await setup.service.store.get(hf.id)
     assert ended.status is Status.EXPIRED
     assert ended.outcome is not None and ended.outcome.reason == "Request timed out after 3 minutes"
-    assert update_job_id(hf.id) in setup.dispatcher.queue("web").job_ids
+    assert ended.refs == {}  # nothing was posted, so no update is queued
+    assert setup.dispatcher.queue("web").job_ids == [delivery_job_id(hf.id)]
     assert await setup.service.reap() == 0
