@@ -72,9 +72,11 @@ def verify_same_origin(headers: Mapping[str, str]) -> None:
     """Raise ``SignatureError`` for a form post another site made a browser send.
 
     ``headers`` has lower-case names. A browser that sends Fetch Metadata must call the post
-    ``same-origin`` (or ``none``: typed by the person); an ``Origin`` must name this very host and
-    port (``null``, as sandboxed frames and some redirects send, is refused too). A post with neither
-    header comes from a non-browser client or an old browser, which cross-site attacks cannot drive.
+    ``same-origin`` (or ``none``: typed by the person); then ``Origin: null`` is accepted, because our
+    own page's ``Referrer-Policy: no-referrer`` makes Chromium send it on a same-origin post. Any
+    other ``Origin`` must name this very host and port (``null`` without Fetch Metadata is refused).
+    A post with neither header comes from a non-browser client or an old browser, which cross-site
+    attacks cannot drive.
     """
     site = headers.get("sec-fetch-site")
     if site is not None and site.strip().lower() not in _SAME_SITE:
@@ -83,6 +85,8 @@ def verify_same_origin(headers: Mapping[str, str]) -> None:
     if origin is None:
         return
     origin = origin.strip()
+    if site is not None and origin.lower() == "null":
+        return
     if origin.lower() == "null":
         raise SignatureError("cross-site form post refused (Origin: null)")
     host = headers.get("host", "").strip().lower()

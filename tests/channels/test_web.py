@@ -452,7 +452,9 @@ def test_every_script_and_style_carries_the_nonce_and_nothing_is_external() -> N
         tagged = doc.all("script") + doc.all("style")
         assert tagged and all(n["nonce"] == NONCE for n in tagged)
         assert all(not n.has("src") for n in doc.all("script"))
-        assert doc.all("link") == [] and doc.all("img") == [] and doc.all("iframe") == []
+        # The only link is the empty inline icon that stops the browser fetching /favicon.ico.
+        assert [link.attrs for link in doc.all("link")] == [{"rel": "icon", "href": "data:,"}]
+        assert doc.all("img") == [] and doc.all("iframe") == []
         for node in doc.all():
             assert not [a for a in node.attrs if a.startswith("on")], f"event handler on <{node.tag}>"
             assert "style" not in node.attrs  # inline style attributes would need 'unsafe-inline'
@@ -576,6 +578,8 @@ def test_unknown_page() -> None:
         {"origin": "https://gate.example.com", "host": "gate.example.com"},
         {"origin": "https://gate.example.com:443", "host": "Gate.Example.com"},
         {"origin": "http://[::1]:8000", "host": "[::1]:8000", "sec-fetch-site": "same-origin"},
+        # What Chromium sends for our own form under Referrer-Policy: no-referrer.
+        {"origin": "null", "host": "127.0.0.1:8000", "sec-fetch-site": "same-origin"},
     ],
 )
 def test_same_origin_posts_pass(headers: dict[str, str]) -> None:
