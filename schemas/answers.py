@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import regex
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 
 from schemas._rules import FORMATS
@@ -65,6 +66,8 @@ _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _LOCAL_DATE_TIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
 )
+PATTERN_TIMEOUT = 0.05
+"""Seconds one ``pattern`` match may take before the answer is refused as uncheckable."""
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
 
@@ -107,13 +110,30 @@ def _reason(prop: Mapping[str, Any], kind: Kind, value: object) -> str | None:
     }
     if kind == "multi_select":
         rules["uniqueItems"] = True
+    pattern = rules.pop("pattern", None)
     found = list(Draft202012Validator(rules, format_checker=FORMAT_CHECKER).iter_errors(value))
-    if not found:
+    error = min(found, key=_rank) if found else None
+    outranks_pattern = error is not None and _rank(error) < (False, _RANK.index("pattern"))
+    if pattern is not None and isinstance(value, str) and not outranks_pattern:
+        mismatch = _pattern_reason(str(pattern), value)
+        if mismatch:
+            return mismatch
+    if error is None:
         return None
-    error = min(found, key=_rank)
     if kind == "multi_select" and error.path:  # a bad choice inside the list
         return "each choice must be one of: " + _option_list(prop)
     return _describe(error, kind, prop)
+
+
+def _pattern_reason(pattern: str, value: str) -> str | None:
+    """Match an agent's ``pattern`` with a time limit, so a catastrophic one cannot stall the
+    process (the ``re`` module that jsonschema uses has no timeout)."""
+    try:
+        if regex.search(pattern, value, timeout=PATTERN_TIMEOUT) is None:
+            return f"must match the pattern {pattern}"
+    except TimeoutError:
+        return "could not be checked against the pattern in time; try a shorter value"
+    return None
 
 
 def _rank(error: ValidationError) -> tuple[int, int]:

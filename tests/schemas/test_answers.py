@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -276,3 +277,13 @@ def test_coerced_form_text_validates_in_schema_order() -> None:
         ("level", "high"),
         ("tags", ["red", "green"]),
     ]
+
+
+def test_a_catastrophic_pattern_is_cut_off_instead_of_stalling() -> None:
+    # Exponential backtracking in every engine; stdlib re (which jsonschema uses) would hang here.
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    started = time.monotonic()
+    with pytest.raises(InvalidAnswerError) as info:
+        validate_answer(schema, {"x": "a" * 60 + "!"})
+    assert time.monotonic() - started < 2
+    assert info.value.errors == {"x": "could not be checked against the pattern in time; try a shorter value"}
