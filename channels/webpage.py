@@ -24,6 +24,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from channels.base import RenderContext
+from channels.html_pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Status
 
@@ -353,7 +354,9 @@ def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, defau
         f.hints.append(f"{length[0].upper()}{length[1:]} character{'' if length.endswith(' 1') else 's'}.")
     pattern = prop.get("pattern")
     if isinstance(pattern, str):
-        f.attrs["pattern"] = _html_pattern(pattern)
+        html = html_pattern(pattern)
+        if html is not None:
+            f.attrs["pattern"] = html
         f.hints.append(f"Must match the pattern {pattern}")
     if posted is not None:
         f.value = posted[0] if posted else ""
@@ -363,11 +366,19 @@ def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, defau
         f.attrs["step"] = "1"  # a value with seconds is only valid with a one-second step
 
 
-def _html_pattern(pattern: str) -> str:
-    """JSON Schema patterns search; HTML's match the whole value, so unanchored ones are widened."""
-    if pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$"):
-        return pattern
-    return f".*(?:{pattern}).*"
+def html_pattern(pattern: str) -> str | None:
+    """The ``pattern`` attribute for a JSON Schema pattern, or ``None`` when the browser cannot run it.
+
+    JSON Schema patterns search; HTML's match the whole value, so the pattern is widened unless it is
+    one anchored expression (``^...$`` with no alternation, which could hide a partial anchor).
+    """
+    translated = browser_pattern(pattern)
+    if translated is None:
+        return None
+    anchored = translated.startswith("^") and translated.endswith("$") and not translated.endswith("\\$")
+    if anchored and "|" not in translated:
+        return translated
+    return f".*(?:{translated}).*"
 
 
 def _local_datetime(text: str) -> str:

@@ -7,10 +7,11 @@ once, and every check tolerates any JSON type in any place (a wrong type is a vi
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+
+import regex
 
 from schemas.errors import Violation
 
@@ -141,8 +142,10 @@ def _check_string(path: str, prop: Mapping[str, Any], out: list[Violation]) -> N
             out.append(Violation(f"{path}.pattern", f"must be a string (got {json_type(pattern)})"))
             return
         try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError) as exc:
+            # The engine that enforces patterns in answers (schemas.answers) judges them here too, so
+            # ECMA-262 forms such as named groups ``(?<y>...)`` and ``\\p{Lu}`` are accepted.
+            regex.compile(pattern)
+        except (regex.error, RecursionError, OverflowError) as exc:
             out.append(Violation(f"{path}.pattern", f"pattern is not a valid regular expression: {exc}"))
 
 

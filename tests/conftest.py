@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Redis server for the session, a real gateway process per test."""
+"""Shared fixtures: a real Redis server for the session, a real gateway process per test, and a real
+headless Chromium (see ``tests/browser.py``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 import redis
+from playwright.async_api import Browser, BrowserContext
 
 from gateway.embedded import EmbeddedRedis, free_port
 from schemas.settings import Settings, override_settings
+from tests.browser import OpenPage, Watched, launch_chromium, watch
 
 START_TIMEOUT = 30.0
 """Seconds a gateway process may take to answer /healthz."""
@@ -120,3 +123,25 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
     yield start
     for gateway in started:
         gateway.stop()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's Chromium, headless, for one test."""
+    async with launch_chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
+    """Open watched pages, each in a fresh browser context; all are closed after the test."""
+    contexts: list[BrowserContext] = []
+
+    async def open_(*, javascript: bool = True) -> Watched:
+        watched = await watch(browser, javascript=javascript)
+        contexts.append(watched.page.context)
+        return watched
+
+    yield open_
+    for context in contexts:
+        await context.close()
