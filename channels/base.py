@@ -55,7 +55,12 @@ class Channel(Protocol):
         ...
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> dict[str, Any]:
-        """Post the request; return the references needed to update it later (message ids)."""
+        """Post the request; return the references needed to update it later (message ids).
+
+        Must not post twice for one Human Function: ``hf.delivery_attempts`` above 1 means an earlier
+        attempt may have posted without recording its references, so look for that post first (or
+        use the platform's idempotency key). Raise ``DeliveryError`` (``retryable`` or not) on failure.
+        """
         ...
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:

@@ -15,7 +15,8 @@ RESULT_GRACE_SECONDS = 24 * 3600
 
 
 def human_function(hf_id: str) -> str:
-    """Hash of one Human Function (fields: doc, status, deadline, outcome, refs, delivery_error).
+    """Hash of one Human Function (fields: doc, status, deadline, fingerprint, outcome, refs,
+    delivery_error, attempts).
     TTL: deadline + RESULT_GRACE_SECONDS."""
     return f"{PREFIX}:hf:{{{hf_id}}}"
 
@@ -35,3 +36,10 @@ EVENTS = f"{PREFIX}:events"
 
 API_KEYS = f"{PREFIX}:apikeys"
 """Hash: sha256(key) -> JSON {name, created}. No TTL: keys live until revoked."""
+
+
+def seen_callback(channel: str, digest: str) -> str:
+    """String: marks one signed platform callback as applied, so a replay of it (same signature,
+    still inside the platform's freshness window) is acknowledged but not applied again.
+    TTL: that window plus a margin (``gateway.replay``)."""
+    return f"{PREFIX}:seen:{channel}:{digest}"

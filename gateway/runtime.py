@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from redis import Redis as SyncRedis
 from redis.asyncio import BlockingConnectionPool, Redis
 
+from channels.registry import CHANNELS
 from gateway.callers import KeyRing
 from gateway.queue import Dispatcher
 from gateway.service import Clock, HumanFunctionService
@@ -35,10 +37,23 @@ class Runtime:
     service: HumanFunctionService
     wakeups: Wakeups
     keyring: KeyRing
+    _stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    _clients: dict[str, Any] = field(default_factory=dict)
+    _client_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def store(self) -> HumanFunctionStore:
         return self.service.store
+
+    async def channel_client(self, name: str) -> Any:
+        """The platform client of channel ``name`` for this process, opened on first use (webhooks
+        that must call the platform within its deadline, like Slack's ``views.open``); closed when
+        the runtime closes."""
+        async with self._client_lock:
+            if name not in self._clients:
+                connect = CHANNELS[name].connect(self.settings)
+                self._clients[name] = await self._stack.enter_async_context(connect)
+            return self._clients[name]
 
 
 @contextlib.asynccontextmanager
@@ -71,6 +86,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
         with contextlib.suppress(asyncio.CancelledError):
             await reaper
         await wakeups.stop()
+        await runtime._stack.aclose()
         await redis.aclose()
         sync_redis.close()
 

@@ -185,6 +185,10 @@ class HumanFunctionStore:
         """Record where a channel posted the request (message ids), for later updates."""
         await self.redis.hset(keys.human_function(hf_id), mapping={"refs": json.dumps(refs)})
 
+    async def count_delivery_attempt(self, hf_id: str) -> int:
+        """Count one more start of the deliver job; returns the count including this one."""
+        return int(await self.redis.hincrby(keys.human_function(hf_id), "attempts", 1))
+
     async def set_delivery_error(self, hf_id: str, error: str | None) -> None:
         """Record (or clear) why delivery failed, so the waiting agent is told."""
         key = keys.human_function(hf_id)
@@ -216,6 +220,7 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
     if data.get("refs"):
         doc["refs"] = json.loads(data["refs"])
     doc["delivery_error"] = data.get("delivery_error")
+    doc["delivery_attempts"] = int(data.get("attempts", 0))
     return HumanFunction.model_validate(doc)
 
 

@@ -79,6 +79,9 @@ class HumanFunction(BaseModel):
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)
     delivery_error: str | None = None
+    delivery_attempts: int = Field(
+        0, description="deliver jobs started so far; above 1 a channel first looks for an earlier post"
+    )
 
     @property
     def is_pending(self) -> bool:

@@ -69,6 +69,8 @@ async def _deliver(hf_id: str, settings: Settings) -> str:
             return "ended before delivery"
         if hf.refs:
             return "already delivered"
+        attempts = await store.count_delivery_attempt(hf_id)
+        hf = hf.model_copy(update={"delivery_attempts": attempts})
         channel = CHANNELS[hf.channel]
         async with channel.connect(settings) as client:
             try:

@@ -105,3 +105,11 @@ async def test_the_reaper_expires_overdue_requests_and_queues_their_update(setup
     assert ended.refs == {}  # nothing was posted, so no update is queued
     assert setup.dispatcher.queue("web").job_ids == [delivery_job_id(hf.id)]
     assert await setup.service.reap() == 0
+
+
+async def test_each_start_of_the_deliver_job_is_counted_for_the_channel(setup: Setup) -> None:
+    hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
+    assert (await setup.service.store.get(hf.id)).delivery_attempts == 0
+    await setup.work()
+    assert (await setup.service.store.get(hf.id)).delivery_attempts == 1
+    assert await setup.service.store.count_delivery_attempt(hf.id) == 2
