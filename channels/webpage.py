@@ -24,6 +24,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from channels.base import RenderContext
+from channels.display import answered_values, field_label, number_text
 from channels.html_pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Status
@@ -209,13 +210,7 @@ def _page_title(hf: HumanFunction) -> str:
 
 def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
     outcome = hf.outcome
-    shown: list[Shown] = []
-    if hf.status is Status.ACCEPTED and outcome is not None:
-        properties: Mapping[str, Any] = hf.request_schema.get("properties") or {}
-        content = outcome.content or {}
-        for name, prop in properties.items():
-            label = _label(name, prop)
-            shown.append(Shown(label, _shown_value(prop, content[name]) if name in content else "No answer"))
+    shown = [Shown(label, value) for label, value in answered_values(hf)]
     at = outcome.at if outcome is not None else hf.deadline
     return _env.get_template("web_ended.html").render(
         nonce=nonce,
@@ -235,25 +230,6 @@ def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
     )
 
 
-def _shown_value(prop: Mapping[str, Any], value: Any) -> str:
-    kind = kind_of(prop)
-    if kind == "boolean":
-        return "Yes" if value is True else "No" if value is False else str(value)
-    titles = {option.value: option.title for option in options_of(prop)}
-    if kind == "multi_select" and isinstance(value, list):
-        return ", ".join(titles.get(str(v), str(v)) for v in value) or "None chosen"
-    if kind == "single_select":
-        return titles.get(str(value), str(value))
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _number(value)
-    return str(value)
-
-
-def _label(name: str, prop: Mapping[str, Any]) -> str:
-    title = prop.get("title")
-    return title if isinstance(title, str) and title.strip() else name
-
-
 def _form_field(
     index: int,
     name: str,
@@ -270,7 +246,7 @@ def _form_field(
         id=f"field-{index}",
         kind=kind,
         widget="input",
-        label=_label(name, prop),
+        label=field_label(name, prop),
         # A required boolean is always answered (unchecked is false), so it carries no mark.
         required=is_required(schema, name) and kind != "boolean",
         description=description if isinstance(description, str) and description.strip() else None,
@@ -327,16 +303,16 @@ def _numeric(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, de
     low, high = _finite(prop.get("minimum")), _finite(prop.get("maximum"))
     # With step=1 the browser counts steps from min, so an integer's bounds must be whole numbers.
     if low is not None:
-        f.attrs["min"] = _number(math.ceil(low) if whole else low)
+        f.attrs["min"] = number_text(math.ceil(low) if whole else low)
     if high is not None:
-        f.attrs["max"] = _number(math.floor(high) if whole else high)
+        f.attrs["max"] = number_text(math.floor(high) if whole else high)
     rule = _range_hint(low, high, between=True)
     joined = f" {rule}" if rule.startswith("between") else f", {rule}" if rule else ""
     f.hints = [("A whole number" if whole else "A number") + joined + "."]
     if posted is not None:
         f.value = posted[0] if posted else ""
     elif isinstance(default, int | float) and not isinstance(default, bool):
-        f.value = _number(default)
+        f.value = number_text(default)
 
 
 def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, default: Any) -> None:
@@ -397,14 +373,14 @@ def _range_hint(low: Any, high: Any, *, between: bool = False) -> str:
     low, high = _finite(low), _finite(high)
     if low is not None and high is not None:
         if low == high:
-            return f"exactly {_number(low)}"
+            return f"exactly {number_text(low)}"
         if between:
-            return f"between {_number(low)} and {_number(high)}"
-        return f"{_number(low)} to {_number(high)}"
+            return f"between {number_text(low)} and {number_text(high)}"
+        return f"{number_text(low)} to {number_text(high)}"
     if low is not None:
-        return f"at least {_number(low)}"
+        return f"at least {number_text(low)}"
     if high is not None:
-        return f"at most {_number(high)}"
+        return f"at most {number_text(high)}"
     return ""
 
 
@@ -417,10 +393,3 @@ def _finite(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return value
     return None
-
-
-def _number(value: float) -> str:
-    """``3`` not ``3.0``; ``2.5``; never a locale-dependent form."""
-    if isinstance(value, int) or value.is_integer():
-        return str(int(value))
-    return repr(value)

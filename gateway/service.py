@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from channels.display import AGENT_VIA
 from channels.registry import get_channel
 from gateway.callers import Caller
 from gateway.metrics import ENDED
@@ -133,7 +134,7 @@ class HumanFunctionService:
             action=Action.CANCEL,
             reason=WITHDRAWN_REASON,
             by=caller.name,
-            via="agent",
+            via=AGENT_VIA,
             at=self.clock(),
         )
         return await self._end(hf, outcome)

@@ -1,0 +1,113 @@
+"""How every channel words a Human Function for people: labels, answered values, outcomes, approvals.
+
+Plain text only. Each channel escapes it for its platform and shows times its own way (a Slack date
+token, a Discord timestamp, an HTML ``<time>``), so one request reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.flat import is_required, kind_of, options_of
+from schemas.models import HumanFunction, Status
+from schemas.results import NO_REASON
+
+AGENT_VIA = "agent"
+"""The ``via`` of an outcome the agent caused by withdrawing its request."""
+
+NO_ANSWER = "No answer"
+"""How an optional field the person left out is shown."""
+
+
+def field_label(name: str, prop: Mapping[str, Any]) -> str:
+    """A property's title, else its name."""
+    title = prop.get("title")
+    return title if isinstance(title, str) and title.strip() else name
+
+
+def number_text(value: float) -> str:
+    """``3`` not ``3.0``; ``2.5``; never a locale-dependent form."""
+    if isinstance(value, int) or value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def display_value(prop: Mapping[str, Any], value: Any) -> str:
+    """An answered value for people: Yes/No, option titles instead of values, plain numbers."""
+    kind = kind_of(prop)
+    if kind == "boolean":
+        return "Yes" if value is True else "No" if value is False else str(value)
+    titles = {option.value: option.title for option in options_of(prop)}
+    if kind == "multi_select" and isinstance(value, list):
+        return ", ".join(titles.get(str(v), str(v)) for v in value) or "None chosen"
+    if kind == "single_select":
+        return titles.get(str(value), str(value))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number_text(value)
+    return str(value)
+
+
+def answered_values(hf: HumanFunction) -> list[tuple[str, str]]:
+    """(label, value) of every property of an accepted request, in schema order; ``[]`` otherwise."""
+    if hf.status is not Status.ACCEPTED or hf.outcome is None:
+        return []
+    properties: Mapping[str, Any] = hf.request_schema.get("properties") or {}
+    content = hf.outcome.content or {}
+    return [
+        (field_label(name, prop), display_value(prop, content[name]) if name in content else NO_ANSWER)
+        for name, prop in properties.items()
+    ]
+
+
+def approval_field(schema: Mapping[str, Any]) -> str | None:
+    """The name of the one required boolean of an approval, else ``None``.
+
+    An approval is a schema with exactly one required property, a boolean; any other properties are
+    optional, so one click on Approve (``true``) or a decline answers it.
+    """
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    required = [name for name in properties if is_required(schema, name)]
+    if len(required) != 1 or kind_of(properties[required[0]]) != "boolean":
+        return None
+    return required[0]
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeSummary:
+    """How a request ended, in words: ``Approved by Ada``, ``Declined by Bo: too risky``."""
+
+    status: Status
+    verb: str
+    """``Approved``, ``Not approved``, ``Answered``, ``Declined``, ``Canceled``, ``Withdrawn by the agent``
+    or ``Expired``."""
+    by: str | None
+    reason: str | None
+    """The decline or cancel reason (``No reason given`` when none); ``None`` for other outcomes."""
+    at: float
+
+    def sentence(self) -> str:
+        """The whole line without a time: ``Declined by Bo: too risky``."""
+        text = self.verb + (f" by {self.by}" if self.by else "")
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+def outcome_summary(hf: HumanFunction) -> OutcomeSummary | None:
+    """The outcome of an ended request in words; ``None`` while it is pending."""
+    outcome = hf.outcome
+    if hf.is_pending or outcome is None:
+        return None
+    by, reason = outcome.by, None
+    if hf.status is Status.ACCEPTED:
+        field = approval_field(hf.request_schema)
+        approved = (outcome.content or {}).get(field) if field else None
+        verb = "Approved" if approved is True else "Not approved" if approved is False else "Answered"
+    elif hf.status is Status.EXPIRED:
+        verb, by, reason = "Expired", None, outcome.reason
+    elif outcome.via == AGENT_VIA:
+        verb, by = "Withdrawn by the agent", None
+    else:
+        verb = "Declined" if hf.status is Status.DECLINED else "Canceled"
+        reason = outcome.reason or NO_REASON
+    return OutcomeSummary(hf.status, verb, by, reason, outcome.at)
