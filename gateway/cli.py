@@ -16,7 +16,8 @@ from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
 logger = logging.getLogger(__name__)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``humangate`` (also used to check the commands in ``deploy/``)."""
     parser = argparse.ArgumentParser(prog="humangate", description="A multi-channel human-functions gateway.")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -43,8 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     revoke.add_argument("name")
 
     commands.add_parser("doctor", help="check Redis and every configured channel")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     configure_logging()
     if args.command == "serve":
         from gateway.serve import serve as run_serve

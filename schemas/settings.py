@@ -29,7 +29,10 @@ def _env(name: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Every tunable of a humangate process; see the README's configuration table."""
 
-    model_config = SettingsConfigDict(env_prefix="HUMANGATE_", extra="ignore", populate_by_name=True)
+    # An empty variable (`SLACK_BOT_TOKEN=` in an env file) means "not set", not "set to nothing".
+    model_config = SettingsConfigDict(
+        env_prefix="HUMANGATE_", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
 
     redis_url: str | None = None
     data_dir: Path = Path(".humangate")

@@ -1,0 +1,75 @@
+"""The files in ``deploy/`` run commands and name settings that exist."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.cli import build_parser
+from schemas.settings import Settings
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+SETTING = re.compile(r"^#?\s*([A-Z][A-Z0-9_]+)=", re.MULTILINE)
+
+
+def known_variables() -> set[str]:
+    """Every environment variable ``Settings`` reads."""
+    names = set()
+    for name, field in Settings.model_fields.items():
+        aliases = getattr(field.validation_alias, "choices", None)
+        names |= {a for a in aliases if isinstance(a, str) and a.isupper()} if aliases else set()
+        names.add(f"HUMANGATE_{name.upper()}")
+    return names
+
+
+def assert_valid_command(argv: list[str]) -> None:
+    assert argv[0].endswith("humangate"), argv
+    build_parser().parse_args(argv[1:])  # exits (fails the test) on an unknown command or flag
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    return loaded
+
+
+def test_compose_runs_real_commands_with_real_settings() -> None:
+    services = compose()["services"]
+    assert {"redis", "gateway", "worker"} <= set(services)
+    for name in ("gateway", "worker"):
+        service = services[name]
+        assert_valid_command(service["command"])
+        assert set(service["environment"]) <= known_variables()
+        assert service["environment"]["HUMANGATE_REDIS_URL"].startswith("redis://redis:")
+        assert (DEPLOY / service["build"]["dockerfile"].removeprefix("deploy/")).exists()
+        assert (DEPLOY / f"{service['env_file']}.example").exists()
+    assert "--no-worker" in services["gateway"]["command"]
+
+
+def test_the_env_example_names_only_real_settings() -> None:
+    named = SETTING.findall((DEPLOY / "humangate.env.example").read_text())
+    assert named and set(named) <= known_variables(), set(named) - known_variables()
+
+
+def test_the_dockerfile_command_and_health_check_are_real() -> None:
+    text = (DEPLOY / "Dockerfile").read_text()
+    command = re.search(r"^CMD (\[.*\])$", text, re.MULTILINE)
+    assert command is not None
+    assert_valid_command(json.loads(command.group(1)))
+    assert "/readyz" in text
+    for package in ("schemas", "channels", "workers", "gateway"):
+        assert f"COPY {package} ./{package}" in text
+
+
+@pytest.mark.parametrize("unit", ["humangate.service", "humangate-worker@.service"])
+def test_systemd_units_run_real_commands(unit: str) -> None:
+    text = (DEPLOY / "systemd" / unit).read_text()
+    exec_start = re.search(r"^ExecStart=(.*)$", text, re.MULTILINE)
+    assert exec_start is not None
+    assert_valid_command(shlex.split(exec_start.group(1).replace("%i", "slack,web")))
+    assert "EnvironmentFile=" in text
