@@ -40,7 +40,7 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
     assert settings.redis_url is not None
     worker = None
     if with_worker if with_worker is not None else embedded is not None:
-        worker, _ = start_worker_thread(settings.redis_url, configured_channels(settings))
+        worker = start_worker_thread(settings.redis_url, configured_channels(settings))
     try:
         config = uvicorn.Config(
             create_app(settings),
@@ -57,7 +57,7 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
         uvicorn.Server(config).run()
     finally:
         if worker is not None:
-            worker.request_stop_soon()
+            worker.stop()
         if embedded is not None:
             with contextlib.suppress(FileNotFoundError):
                 url_file(settings.data_dir).unlink()
