@@ -6,6 +6,7 @@ token, a Discord timestamp, an HTML ``<time>``), so one request reads the same e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,35 @@ def number_text(value: float) -> str:
     if isinstance(value, int) or value.is_integer():
         return str(int(value))
     return repr(value)
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` if it is a finite JSON number (not a boolean), else ``None``."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
+
+
+def range_text(low: Any, high: Any, *, unit: str = "", between: bool = False) -> str:
+    """A pair of bounds in words: ``3 to 20 characters``, ``between 1 and 5`` (with ``between``),
+    ``at least 3``, ``at most 5``, ``exactly 2``; ``''`` when neither is a finite number.
+
+    Pass ``None`` for a bound that says nothing, such as a ``minLength`` of 0."""
+    low, high = finite_number(low), finite_number(high)
+    if low is not None and high is not None:
+        if low == high:
+            text = f"exactly {number_text(low)}"
+        elif between:
+            text = f"between {number_text(low)} and {number_text(high)}"
+        else:
+            text = f"{number_text(low)} to {number_text(high)}"
+    elif low is not None:
+        text = f"at least {number_text(low)}"
+    elif high is not None:
+        text = f"at most {number_text(high)}"
+    else:
+        return ""
+    return f"{text} {unit}" if unit else text
 
 
 def display_value(prop: Mapping[str, Any], value: Any) -> str:

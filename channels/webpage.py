@@ -24,7 +24,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from channels.base import RenderContext
-from channels.display import answered_values, field_label, number_text
+from channels.display import answered_values, field_label, finite_number, number_text, range_text
 from channels.html_pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Status
@@ -281,7 +281,7 @@ def _choices(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, de
         chosen = {default} if isinstance(default, str) else set()
     if f.kind == "multi_select":
         f.widget = "checkboxes"
-        rule = _range_hint(_positive(prop.get("minItems")), prop.get("maxItems"))
+        rule = range_text(_positive(prop.get("minItems")), prop.get("maxItems"))
         f.hints = [f"Choose {rule}."] if rule else []
     else:
         f.widget = "radios" if len(options) <= MAX_RADIO_OPTIONS else "select"
@@ -300,13 +300,13 @@ def _numeric(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, de
     whole = f.kind == "integer"
     f.input_type = "number"
     f.attrs["step"] = "1" if whole else "any"
-    low, high = _finite(prop.get("minimum")), _finite(prop.get("maximum"))
+    low, high = finite_number(prop.get("minimum")), finite_number(prop.get("maximum"))
     # With step=1 the browser counts steps from min, so an integer's bounds must be whole numbers.
     if low is not None:
         f.attrs["min"] = number_text(math.ceil(low) if whole else low)
     if high is not None:
         f.attrs["max"] = number_text(math.floor(high) if whole else high)
-    rule = _range_hint(low, high, between=True)
+    rule = range_text(low, high, between=True)
     joined = f" {rule}" if rule.startswith("between") else f", {rule}" if rule else ""
     f.hints = [("A whole number" if whole else "A number") + joined + "."]
     if posted is not None:
@@ -325,7 +325,7 @@ def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, defau
         f.attrs["minlength"] = str(low)
     if isinstance(high, int) and not isinstance(high, bool):
         f.attrs["maxlength"] = str(high)
-    length = _range_hint(low, high)
+    length = range_text(low, high)
     if length:
         f.hints.append(f"{length[0].upper()}{length[1:]} character{'' if length.endswith(' 1') else 's'}.")
     pattern = prop.get("pattern")
@@ -368,28 +368,6 @@ def _local_datetime(text: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S" if moment.second else "%Y-%m-%dT%H:%M")
 
 
-def _range_hint(low: Any, high: Any, *, between: bool = False) -> str:
-    """``3 to 20``, ``between 1 and 5``, ``at least 3``, ``at most 5``, ``exactly 2``, or ``''``."""
-    low, high = _finite(low), _finite(high)
-    if low is not None and high is not None:
-        if low == high:
-            return f"exactly {number_text(low)}"
-        if between:
-            return f"between {number_text(low)} and {number_text(high)}"
-        return f"{number_text(low)} to {number_text(high)}"
-    if low is not None:
-        return f"at least {number_text(low)}"
-    if high is not None:
-        return f"at most {number_text(high)}"
-    return ""
-
-
 def _positive(value: Any) -> Any:
     """A count limit of 0 says nothing (``minLength: 0``), so it gets no hint or attribute."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return value
-    return None
