@@ -83,6 +83,22 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
+def run_cli(
+    *args: str, env: dict[str, str], redis_url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``humangate <args>`` as a person would, with only ``env`` of humangate's settings (and
+    ``HUMANGATE_REDIS_URL`` when ``redis_url`` is given)."""
+    redis_env = {"HUMANGATE_REDIS_URL": redis_url} if redis_url else {}
+    return subprocess.run(
+        [sys.executable, "-m", "gateway.cli", *args],
+        env=_clean_env() | redis_env | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.fixture
 def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
     """Start real gateway processes (``humangate serve --worker``); all are stopped after the test."""

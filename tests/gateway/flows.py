@@ -24,6 +24,7 @@ class PendingCall:
     task: asyncio.Task[types.CallToolResult]
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
     first_progress: asyncio.Event = field(default_factory=asyncio.Event)
+    progressed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def form_url(self) -> str:
         await asyncio.wait_for(self.first_progress.wait(), WAIT)
@@ -31,6 +32,16 @@ class PendingCall:
         match = FORM_LINK.search(message)
         assert match, f"no form link in progress message {message!r}"
         return match.group(1)
+
+    async def wait_for_progress(self, count: int = 1, containing: str = "") -> list[str]:
+        """The messages of the first ``count`` progress notifications containing ``containing``."""
+
+        def found() -> list[str]:
+            return [m or "" for _, _, m in self.progress if containing in (m or "")][:count]
+
+        async with self.progressed:
+            await asyncio.wait_for(self.progressed.wait_for(lambda: len(found()) >= count), WAIT)
+        return found()
 
     async def result(self) -> types.CallToolResult:
         return await asyncio.wait_for(self.task, WAIT)
@@ -44,6 +55,8 @@ def start_call(
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         pending.progress.append((progress, total, message))
         pending.first_progress.set()
+        async with pending.progressed:
+            pending.progressed.notify_all()
 
     task = asyncio.create_task(
         call_elicit(base_url, arguments, era=era, api_key=api_key, on_progress=on_progress)

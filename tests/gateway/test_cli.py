@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import StartGateway, _clean_env
+from tests.conftest import StartGateway, run_cli
 from tests.gateway.flows import post_form, start_call
 from tests.mcp_client import text_of
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
-
-
-def humangate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args],
-        env=_clean_env() | env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
@@ -33,7 +20,7 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
     data_dir = tmp_path / "data"
     assert (data_dir / "redis.url").exists()
     env = {"HUMANGATE_DATA_DIR": str(data_dir)}
-    created = humangate("keys", "create", "laptop", env=env)
+    created = run_cli("keys", "create", "laptop", env=env)
     assert created.returncode == 0, created.stderr
     key = created.stdout.strip()
     assert key.startswith("hg_")
@@ -42,9 +29,9 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
     assert call.progress[0][1] == 300  # the key made the caller authenticated
     await post_form(form, {"hg-action": "accept", "f.approved": "true"})
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
-    listed = humangate("keys", "list", env=env)
+    listed = run_cli("keys", "list", env=env)
     assert listed.stdout.split("\t")[0] == "laptop"
-    assert humangate("keys", "revoke", "laptop", env=env).returncode == 0
+    assert run_cli("keys", "revoke", "laptop", env=env).returncode == 0
     async with httpx.AsyncClient() as client:
         refused = await client.post(
             f"{gateway.url}/mcp",
@@ -58,7 +45,7 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
 
 
 def test_doctor_reports_redis_and_channels_in_plain_words(redis_url: str) -> None:
-    result = humangate("doctor", env={"HUMANGATE_REDIS_URL": redis_url})
+    result = run_cli("doctor", env={"HUMANGATE_REDIS_URL": redis_url})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[ok  ] Redis" in result.stdout
     assert "[ok  ] web: configured and working" in result.stdout
@@ -66,23 +53,23 @@ def test_doctor_reports_redis_and_channels_in_plain_words(redis_url: str) -> Non
 
 
 def test_doctor_fails_when_redis_is_unreachable() -> None:
-    result = humangate("doctor", env={"HUMANGATE_REDIS_URL": "redis://127.0.0.1:1/0"})
+    result = run_cli("doctor", env={"HUMANGATE_REDIS_URL": "redis://127.0.0.1:1/0"})
     assert result.returncode == 1
     assert "[FAIL] Redis: cannot reach redis://127.0.0.1:1/0" in result.stdout
 
 
 def test_doctor_never_prints_the_redis_password() -> None:
-    result = humangate("doctor", env={"HUMANGATE_REDIS_URL": "redis://:hunter2@127.0.0.1:1/0"})
+    result = run_cli("doctor", env={"HUMANGATE_REDIS_URL": "redis://:hunter2@127.0.0.1:1/0"})
     assert "hunter2" not in result.stdout + result.stderr
 
 
 def test_worker_refuses_unknown_channels(redis_url: str) -> None:
-    result = humangate("worker", "--channels", "web,fax", "--burst", env={"HUMANGATE_REDIS_URL": redis_url})
+    result = run_cli("worker", "--channels", "web,fax", "--burst", env={"HUMANGATE_REDIS_URL": redis_url})
     assert result.returncode == 2
     assert "unknown channel(s) fax" in result.stderr
 
 
 def test_worker_in_burst_mode_drains_its_queues(redis_url: str) -> None:
-    result = humangate("worker", "--channels", "web", "--burst", env={"HUMANGATE_REDIS_URL": redis_url})
+    result = run_cli("worker", "--channels", "web", "--burst", env={"HUMANGATE_REDIS_URL": redis_url})
     assert result.returncode == 0, result.stderr
     assert "worker on queues humangate-web" in result.stderr

@@ -79,9 +79,7 @@ async def test_progress_is_sent_at_every_poll_and_strictly_increases(start_gatew
     gateway = start_gateway(HUMANGATE_POLL_INTERVAL="0.2")
     call = start_call(gateway.url, {"message": "Wait a bit", "schema": APPROVAL, "uiType": "web"})
     form = await call.form_url()
-    async with asyncio.timeout(30):
-        while len(call.progress) < 4:
-            await asyncio.sleep(0.05)  # observing a running call; the assertion is on what arrived
+    await call.wait_for_progress(4)
     await post_form(form, {"hg-action": "decline"})
     result = await call.result()
     assert text_of(result) == "User declined: No reason given"

@@ -22,6 +22,25 @@ async def no_progress(tick: Tick) -> None:
     return None
 
 
+class Checks:
+    """An ``on_tick`` that counts the checks of waiting calls; ``reached(n)`` waits for n of them.
+
+    A call reports its first check after it is watched, so n checks mean n calls are waiting."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = asyncio.Condition()
+
+    async def __call__(self, tick: Tick) -> None:
+        async with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+
+    async def reached(self, n: int) -> None:
+        async with self.changed:
+            await asyncio.wait_for(self.changed.wait_for(lambda: self.count >= n), 10)
+
+
 async def runtime_with(settings: Settings, poll_interval: float) -> AsyncIterator[Runtime]:
     async with open_runtime(settings.model_copy(update={"poll_interval": poll_interval})) as runtime:
         await asyncio.wait_for(runtime.wakeups.subscribed.wait(), 10)
@@ -47,15 +66,9 @@ async def open_one(runtime: Runtime) -> HumanFunction:
 
 async def test_an_answer_wakes_the_waiting_call_long_before_the_next_poll(slow_polling: Runtime) -> None:
     hf = await open_one(slow_polling)
-    ticks: list[Tick] = []
-
-    async def record(tick: Tick) -> None:
-        ticks.append(tick)
-
-    waiting = asyncio.create_task(wait_for_end(slow_polling.service, slow_polling.wakeups, hf, record))
-    async with asyncio.timeout(10):
-        while not ticks:  # the call made its first check and now sleeps for up to 30 s
-            await asyncio.sleep(0.01)
+    checks = Checks()
+    waiting = asyncio.create_task(wait_for_end(slow_polling.service, slow_polling.wakeups, hf, checks))
+    await checks.reached(1)  # the call made its first check and now sleeps for up to 30 s
     answered_at = time.monotonic()
     await slow_polling.service.answer(hf.id, ACCEPT)
     ended = await asyncio.wait_for(waiting, 5)
@@ -77,13 +90,13 @@ async def test_a_lost_wake_up_costs_at_most_one_poll(fast_polling: Runtime) -> N
 
 async def test_many_waiting_calls_share_one_subscription(fast_polling: Runtime) -> None:
     hfs = [await open_one(fast_polling) for _ in range(20)]
+    checks = Checks()
     tasks = [
-        asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, no_progress))
+        asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, checks))
         for hf in hfs
     ]
-    async with asyncio.timeout(10):
-        while fast_polling.wakeups.waiting < 20:
-            await asyncio.sleep(0.01)
+    await checks.reached(20)
+    assert fast_polling.wakeups.waiting == 20
     clients = await fast_polling.redis.client_list(_type="pubsub")
     assert len(clients) == 1
     for hf in hfs:
@@ -93,10 +106,10 @@ async def test_many_waiting_calls_share_one_subscription(fast_polling: Runtime) 
 
 async def test_a_cancelled_wait_leaves_the_request_pending(fast_polling: Runtime) -> None:
     hf = await open_one(fast_polling)
-    waiting = asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, no_progress))
-    async with asyncio.timeout(10):
-        while fast_polling.wakeups.waiting == 0:
-            await asyncio.sleep(0.01)
+    checks = Checks()
+    waiting = asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, checks))
+    await checks.reached(1)
+    assert fast_polling.wakeups.waiting == 1
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
