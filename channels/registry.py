@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from channels.base import Channel
+from channels.slack import SlackChannel
 from channels.web import WebChannel
 from schemas.errors import NotConfiguredError
 from schemas.settings import CHANNEL_NAMES, Settings
 
 CHANNELS: dict[str, Channel] = {
+    "slack": SlackChannel(),
     "web": WebChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""
