@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from channels.base import Channel
+from channels.discord import DiscordChannel
 from channels.slack import SlackChannel
 from channels.web import WebChannel
 from schemas.errors import NotConfiguredError
@@ -10,6 +11,7 @@ from schemas.settings import CHANNEL_NAMES, Settings
 
 CHANNELS: dict[str, Channel] = {
     "slack": SlackChannel(),
+    "discord": DiscordChannel(),
     "web": WebChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""

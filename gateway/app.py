@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
-from gateway import health, rest, slack_events, webform
+from gateway import discord_interactions, health, rest, slack_events, webform
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
 from gateway.limits import BodySizeLimit
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, include_in_schema=False))
     app.include_router(webform.router)
     app.include_router(slack_events.router)
+    app.include_router(discord_interactions.router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.add_middleware(BodySizeLimit)

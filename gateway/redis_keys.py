@@ -43,3 +43,10 @@ def seen_callback(channel: str, digest: str) -> str:
     still inside the platform's freshness window) is acknowledged but not applied again.
     TTL: that window plus a margin (``gateway.replay``)."""
     return f"{PREFIX}:seen:{channel}:{digest}"
+
+
+def discord_draft(hf_id: str, user_id: str) -> str:
+    """String: JSON of what one Discord user has typed so far in a Human Function's form (earlier
+    steps of a long form, or an answer refused as invalid, shown again to fix).
+    TTL: until the function's deadline (``gateway.discord_drafts``)."""
+    return f"{PREFIX}:discord:draft:{{{hf_id}}}:{user_id}"
