@@ -46,7 +46,12 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     install_error_handlers(app)
     # A plain Route (not a Mount) so that exactly "/mcp" matches, with no trailing-slash redirect.
     mcp_endpoint = CallerAuth(StreamableHTTPASGIApp(session_manager), get_runtime)
-    app.router.routes.append(Route("/mcp", endpoint=mcp_endpoint, include_in_schema=False))
+    # No GET: a 2025-11-25 client would hold a standalone SSE stream open per session for
+    # server-initiated messages, which humangate never sends (progress travels on each call's own
+    # stream). The transport spec lets a server refuse it with 405, and it halves a session's memory.
+    app.router.routes.append(
+        Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
+    )
     app.include_router(webform.router)
     app.include_router(slack_events.router)
     app.include_router(discord_interactions.router)

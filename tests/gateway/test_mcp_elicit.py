@@ -194,6 +194,16 @@ async def test_host_and_origin_are_checked_on_mcp(start_gateway: StartGateway) -
     assert bad_origin.status_code == 403
 
 
+async def test_no_standalone_stream_is_offered_so_sessions_stay_small(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"{gateway.url}/mcp", headers={"Accept": "text/event-stream"})
+    assert response.status_code == 405
+    assert set(response.headers["allow"].replace(" ", "").split(",")) == {"POST", "DELETE"}
+    for era in ERAS:  # the official client still calls tools in both eras
+        assert [tool.name for tool in await list_tools(gateway.url, era=era)] == ["elicit"]
+
+
 async def test_two_concurrent_answers_have_exactly_one_winner(start_gateway: StartGateway) -> None:
     gateway = start_gateway()
     call = start_call(gateway.url, {"message": "Race", "schema": APPROVAL, "uiType": "web"})
