@@ -21,7 +21,7 @@ from gateway.metrics import ENDED
 from gateway.queue import Dispatcher
 from gateway.store import HumanFunctionStore
 from schemas.answers import validate_answer
-from schemas.errors import ExpiredError, InvalidRequestError, UnknownRequestError
+from schemas.errors import ClosedError, ExpiredError, InvalidRequestError, UnknownRequestError
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
@@ -151,10 +151,9 @@ class HumanFunctionService:
             try:
                 await self.expire(hf_id)
                 ended += 1
-            except UnknownRequestError:
+            except (UnknownRequestError, ClosedError):
+                # Gone, or ended by a process that died before updating the index: a stale entry.
                 await self.store.drop_pending(hf_id)
-            except ExpiredError:
-                pass
             except Exception:
                 logger.exception("reaper failed hf=%s", hf_id)
         return ended

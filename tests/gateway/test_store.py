@@ -108,7 +108,10 @@ async def test_an_identical_pending_request_re_attaches(store: HumanFunctionStor
     assert again.id == first.id
     with pytest.raises(UnknownRequestError):
         await store.get("b2")  # the duplicate left nothing behind
-    await store.finish("a1", accepted("ada"), expired())
+    ended = await store.finish("a1", accepted("ada"), expired())
+    assert ended.status is Status.ACCEPTED and ended.outcome is not None and ended.outcome.by == "ada"
+    assert await store.redis.exists(keys.attach("same")) == 0  # freed in the same step
+    assert "a1" not in await store.pending_ids()
     third, created_third = await store.create(make_hf("c3"), "same")
     assert created_third and third.id == "c3"
 

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from gateway import redis_keys as keys
 from gateway.callers import ANONYMOUS_CALLER
 from gateway.inprocess import ThreadWorker
 from gateway.queue import Dispatcher, delivery_job_id, update_job_id
@@ -113,3 +114,21 @@ async def test_each_start_of_the_deliver_job_is_counted_for_the_channel(setup: S
     await setup.work()
     assert (await setup.service.store.get(hf.id)).delivery_attempts == 1
     assert await setup.service.store.count_delivery_attempt(hf.id) == 2
+
+
+async def test_the_reaper_drops_an_ended_request_left_in_the_pending_index(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [time.time()]
+    setup.service.clock = lambda: now[0]
+    hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
+    await setup.service.answer(
+        hf.id, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
+    )
+    # As if the process died between ending the request and updating the index.
+    await setup.service.store.redis.zadd(keys.PENDING, {hf.id: hf.deadline})
+    now[0] += 181
+    assert await setup.service.reap() == 0
+    assert await setup.service.store.pending_ids() == []
+    assert (await setup.service.store.get(hf.id)).status is Status.ACCEPTED
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
