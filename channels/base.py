@@ -46,8 +46,9 @@ class Channel(Protocol):
         """Turn a platform callback into an answer; raises ``InvalidAnswerError`` on bad fields."""
         ...
 
-    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
-        """Raise ``SignatureError`` unless the callback is authentic and fresh."""
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
+        """Raise ``SignatureError`` unless the callback is authentic and fresh (``headers`` has
+        lower-case names; ``settings`` carries the platform's signing secret or public key)."""
         ...
 
     def connect(self, settings: Settings) -> AbstractAsyncContextManager[Any]:

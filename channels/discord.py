@@ -29,7 +29,7 @@ from schemas.answers import coerce_text_values
 from schemas.errors import DeliveryError, InvalidAnswerError, SignatureError
 from schemas.flat import options_of
 from schemas.models import Action, Answer, HumanFunction
-from schemas.settings import Settings, get_settings
+from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +61,8 @@ class DiscordChannel:
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         return parse_interaction(hf, payload)
 
-    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
-        verify_interaction(get_settings().discord_public_key, headers, body, now)
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
+        verify_interaction(settings.discord_public_key, headers, body, now)
 
     @asynccontextmanager
     async def connect(self, settings: Settings) -> AsyncIterator[DiscordRest]:

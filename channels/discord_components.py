@@ -24,8 +24,8 @@ import discord
 from discord import ui
 from discord.http import handle_message_parameters
 
-from channels.discord_text import MAX_BUTTON_LABEL, MAX_OPTION_TEXT, clip, escape, field_hint
-from channels.display import approval_field, field_label
+from channels.discord_text import MAX_BUTTON_LABEL, MAX_OPTION_TEXT, escape, field_hint
+from channels.display import approval_field, clip, field_label
 from schemas.flat import kind_of, options_of
 from schemas.models import HumanFunction
 

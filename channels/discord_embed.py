@@ -14,8 +14,8 @@ import discord
 
 from channels.base import RenderContext
 from channels.discord_components import layout_of, message_payload, pending_view, timestamp
-from channels.discord_text import clip, escape, field_hint
-from channels.display import answered_values, approval_field, field_label, outcome_summary
+from channels.discord_text import escape, field_hint
+from channels.display import answered_values, approval_field, clip, field_label, outcome_summary
 from schemas.models import HumanFunction, Status
 
 EMBED_TOTAL = 6000

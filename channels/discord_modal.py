@@ -20,8 +20,8 @@ import discord
 from discord import ui
 
 from channels.discord_components import Act, CustomId, extra_fields
-from channels.discord_text import FORMAT_EXAMPLES, MAX_OPTION_TEXT, clip, field_hint
-from channels.display import field_label
+from channels.discord_text import FORMAT_EXAMPLES, MAX_OPTION_TEXT, field_hint
+from channels.display import clip, field_label
 from schemas.errors import InvalidAnswerError
 from schemas.flat import Option, is_required, kind_of, options_of
 from schemas.models import HumanFunction

@@ -23,8 +23,6 @@ MAX_BUTTON_LABEL = 80
 MAX_OPTION_TEXT = 100
 """Discord's limit of a select, radio or checkbox option's label, value and description."""
 
-ELLIPSIS = "…"
-
 _TOKEN = re.compile(r"<(?=[@#:/]|a:|t:|id:)")
 """The start of a Discord token (mention, channel, emoji, timestamp, command, guild navigation)."""
 
@@ -50,11 +48,6 @@ def escape(text: str) -> str:
     """``text`` shown literally in Discord markdown: no formatting, link, mention or token fires."""
     escaped = escape_mentions(escape_markdown(text))
     return _TOKEN.sub("<" + ZERO_WIDTH_SPACE, escaped)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in an ellipsis when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
 def field_hint(schema: Mapping[str, Any], name: str, *, with_required: bool = True) -> str:

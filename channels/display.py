@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from schemas.flat import is_required, kind_of, options_of
@@ -20,6 +21,29 @@ AGENT_VIA = "agent"
 
 NO_ANSWER = "No answer"
 """How an optional field the person left out is shown."""
+
+ELLIPSIS = "\u2026"
+"""Ends a text cut to a platform's limit."""
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut there, ending in an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def sentence_case(text: str) -> str:
+    """``already answered by Ada`` -> ``Already answered by Ada`` (the rest untouched)."""
+    return text[:1].upper() + text[1:]
+
+
+def time_text(epoch: float) -> str:
+    """A moment for people where no local time zone is known: ``2026-11-22 10:30:05 UTC``."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def iso_time(epoch: float) -> str:
+    """A moment for machines: RFC 3339 in UTC, whole seconds (``2026-11-22T10:30:05Z``)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def field_label(name: str, prop: Mapping[str, Any]) -> str:

@@ -35,7 +35,7 @@ from channels.slack_api import (
 from channels.slack_blocks import message_payload
 from schemas.errors import SignatureError
 from schemas.models import Answer, HumanFunction
-from schemas.settings import Settings, get_settings
+from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +81,8 @@ class SlackChannel:
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         return parse_interaction(hf, payload)
 
-    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
-        secret = get_settings().slack_signing_secret
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
+        secret = settings.slack_signing_secret
         if secret is None:
             raise SignatureError("SLACK_SIGNING_SECRET is not set, so no Slack request can be verified")
         verify_signature(secret.get_secret_value(), headers, body, now)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from channels.display import AGENT_VIA, answered_values, approval_field, field_label, outcome_summary
+from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
 from channels.slack_modal import modal_problem
-from channels.slack_text import clip, date_token, escape, plain
+from channels.slack_text import date_token, escape, plain
 from schemas.flat import kind_of, options_of
 from schemas.models import HumanFunction, Status
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from channels.display import field_label, number_text, range_text
-from channels.slack_text import clip, plain, sentence_case
+from channels.display import clip, field_label, number_text, range_text, sentence_case
+from channels.slack_text import plain
 from schemas.flat import Option, kind_of, options_of
 
 VALUE_ACTION = "value"

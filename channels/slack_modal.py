@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
+from channels.display import clip, iso_time, sentence_case
 from channels.slack_inputs import BOOLEAN_VALUES, VALUE_ACTION, input_block, input_problem
-from channels.slack_text import clip, plain, sentence_case
+from channels.slack_text import plain
 from schemas.answers import coerce_text_values
 from schemas.errors import InvalidAnswerError
 from schemas.flat import kind_of, options_of
@@ -186,7 +186,7 @@ def _texts(prop: Mapping[str, Any], state: Mapping[str, Any]) -> list[str] | Non
         stamp = state.get("selected_date_time")
         if stamp is None:
             return None
-        return [datetime.fromtimestamp(int(stamp), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
+        return [iso_time(int(stamp))]
     if kind in ("radio_buttons", "static_select"):
         option = state.get("selected_option")
         return None if not option else [_option_value(prop, option)]

@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-ELLIPSIS = "\u2026"
-"""Appended to text clipped to a Slack limit."""
+from channels.display import clip
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -20,11 +19,6 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 def escape(text: str) -> str:
     """Escape ``& < >`` for a mrkdwn context, so no mention, link or special command fires."""
     return text.translate(_ESCAPES)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` characters, else cut with an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 
 def plain(text: str, limit: int) -> dict[str, Any]:
@@ -40,8 +34,3 @@ def utc_text(epoch: float) -> str:
 def date_token(epoch: float) -> str:
     """A mrkdwn date Slack shows in the reader's own time zone (UTC text as the fallback)."""
     return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{utc_text(epoch)}>"
-
-
-def sentence_case(text: str) -> str:
-    """``already answered by Ada`` -> ``Already answered by Ada``."""
-    return text[:1].upper() + text[1:]

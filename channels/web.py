@@ -51,7 +51,7 @@ class WebChannel:
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         return parse_form(hf, payload)
 
-    def verify(self, headers: Mapping[str, str], body: bytes, now: float) -> None:
+    def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
         verify_same_origin(headers)
 
     @asynccontextmanager

@@ -24,7 +24,15 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from channels.base import RenderContext
-from channels.display import answered_values, field_label, finite_number, number_text, range_text
+from channels.display import (
+    answered_values,
+    field_label,
+    finite_number,
+    iso_time,
+    number_text,
+    range_text,
+    time_text,
+)
 from channels.html_pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Status
@@ -187,16 +195,6 @@ def remaining_text(seconds: float) -> str:
     if minutes:
         return f"{minutes} min {secs} s"
     return f"{secs} s"
-
-
-def time_text(epoch: float) -> str:
-    """A moment for people: ``2026-11-22 10:30:05 UTC``."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def iso_time(epoch: float) -> str:
-    """A moment for machines (``<time datetime>``): RFC 3339 in UTC, whole seconds."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _epoch(seconds: float) -> str:

@@ -22,19 +22,18 @@ from fastapi.responses import JSONResponse, Response
 from channels.base import RenderContext
 from channels.discord import (
     SIGNATURE_MAX_AGE,
-    DiscordChannel,
     answered_by,
     form_answer,
     is_allowed,
     parse_interaction,
     person,
-    verify_interaction,
 )
 from channels.discord_components import Act, CustomId, again_button, link_button, note, parse_custom_id
 from channels.discord_embed import render_message
 from channels.discord_modal import form_modal, form_steps, reason_modal, step_of, submitted_values
 from channels.discord_text import escape
 from channels.display import field_label, outcome_summary
+from channels.registry import CHANNELS
 from gateway.discord_deferral import UPDATE_MESSAGE, Reply, send_late, within_budget
 from gateway.discord_drafts import Drafts
 from gateway.links import form_url
@@ -47,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 router = APIRouter()
 
-CHANNEL = DiscordChannel()
+CHANNEL = CHANNELS["discord"]
 PING, COMPONENT, MODAL_SUBMIT = 1, 3, 5
 """Discord interaction types handled here."""
 PONG, MODAL = 1, 9
@@ -69,7 +68,7 @@ async def interactions(request: Request) -> Response:
     body = await request.body()
     headers = {name.lower(): value for name, value in request.headers.items()}
     try:
-        verify_interaction(settings.discord_public_key, headers, body, runtime.service.clock())
+        CHANNEL.verify(headers, body, runtime.service.clock(), settings)
     except SignatureError as exc:
         logger.warning("refused an interaction channel=discord: %s", exc)
         return JSONResponse({"error": "SignatureError", "detail": str(exc)}, status_code=401)
@@ -151,7 +150,7 @@ async def _answer(
             answer = form_answer(hf, values, answered_by(interaction))
         else:
             answer = parse_interaction(hf, interaction)
-        ended = await runtime.service.answer(hf.id, answer)
+        ended = await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
         if values is not None:
             await drafts.save(hf, user_id, values)

@@ -101,9 +101,10 @@ class HumanFunctionService:
             logger.info("re-attached hf=%s channel=%s requester=%s", hf.id, channel, caller.name)
         return hf, created
 
-    async def answer(self, hf_id: str, answer: Answer) -> HumanFunction:
-        """Record a person's answer if it is the first and valid; otherwise raise and change nothing."""
-        hf = await self.store.get(hf_id)
+    async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
+        """Record a person's answer to ``hf`` if it is the first and valid; otherwise raise and change
+        nothing. ``hf`` is the function as the caller loaded it: its schema never changes, and whether
+        it is still pending is decided atomically by the store, so it need not be read again."""
         content = None
         if answer.action is Action.ACCEPT:
             content = validate_answer(hf.request_schema, answer.content or {})

@@ -57,7 +57,7 @@ async def slack_events(request: Request) -> Response:
     body = await request.body()
     headers = {name.lower(): value for name, value in request.headers.items()}
     try:
-        channel.verify(headers, body, runtime.service.clock())
+        channel.verify(headers, body, runtime.service.clock(), runtime.settings)
     except SignatureError as exc:
         logger.warning("refused a Slack request channel=slack: %s", exc)
         return PlainTextResponse(f"Unauthorized: {exc}", 401)

@@ -15,13 +15,13 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from channels.display import outcome_summary
+from channels.display import outcome_summary, sentence_case
 from channels.slack import API_TIMEOUT, SlackClient
 from channels.slack_actions import first_action, hf_id_of, parse_interaction, person, user_id_of
 from channels.slack_api import RESPONSE_EXCEPTIONS
 from channels.slack_blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
 from channels.slack_modal import block_errors, form_view, notice_view, reason_view
-from channels.slack_text import escape, sentence_case
+from channels.slack_text import escape
 from gateway.runtime import Runtime
 from schemas.errors import ClosedError, InvalidAnswerError, UnknownRequestError
 from schemas.models import Action, HumanFunction
@@ -69,7 +69,7 @@ async def handle_click(runtime: Runtime, payload: Mapping[str, Any]) -> None:
         return
     try:
         answer = parse_interaction(hf, payload, await display_name(runtime, payload))
-        await runtime.service.answer(hf.id, answer)
+        await runtime.service.answer(hf, answer)
     except ClosedError as exc:
         await tell(response_url, f"{sentence_case(str(exc))}; your click changed nothing.", hf_id)
     except InvalidAnswerError as exc:
@@ -88,7 +88,7 @@ async def handle_submission(runtime: Runtime, payload: Mapping[str, Any]) -> dic
     try:
         hf = await runtime.store.get(hf_id)
         answer = parse_interaction(hf, payload, await display_name(runtime, payload))
-        await runtime.service.answer(hf.id, answer)
+        await runtime.service.answer(hf, answer)
     except UnknownRequestError:
         return _notice("Request ended", GONE)
     except InvalidAnswerError as exc:

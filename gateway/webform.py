@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.base import RenderContext
+from channels.display import sentence_case
 from channels.web import WebChannel, render_page, render_unknown_page
 from gateway.links import form_url
 from gateway.runtime import Runtime
@@ -27,10 +28,6 @@ MAX_FORM_FIELDS = 200
 """Most fields one form post may carry (32 properties x a multi-select's options fit)."""
 
 RECORDED_NOTICE = "Your answer was recorded. You can close this page."
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _runtime(request: Request) -> Runtime:
@@ -65,7 +62,7 @@ async def submit_form(request: Request, token: str) -> Response:
     channel = WebChannel()
     headers = {name.lower(): value for name, value in request.headers.items()}
     try:
-        channel.verify(headers, b"", runtime.service.clock())
+        channel.verify(headers, b"", runtime.service.clock(), runtime.settings)
     except SignatureError as exc:
         logger.warning("refused cross-site form post: %s", exc)
         return Response(f"Forbidden: {exc}", status_code=403, media_type="text/plain")
@@ -78,7 +75,7 @@ async def submit_form(request: Request, token: str) -> Response:
     ctx = _context(runtime, hf)
     try:
         answer = channel.parse(hf, values)
-        await runtime.service.answer(hf.id, answer)
+        await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
         fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
         reason = "\n".join(values.get("hg-reason", []))
@@ -87,7 +84,7 @@ async def submit_form(request: Request, token: str) -> Response:
     except ClosedError as exc:
         hf = await runtime.store.get(hf.id)
         return _page(
-            render_page(hf, _context(runtime, hf), nonce=nonce, notice=_sentence(str(exc))), nonce, 409
+            render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))), nonce, 409
         )
     logger.info("web form answered hf=%s channel=web", hf.id)
     return RedirectResponse(f"/f/{token}?done=1", status_code=303, headers=page_headers(nonce))

@@ -18,7 +18,7 @@ from channels.discord import (
     verify_interaction,
 )
 from schemas.errors import SignatureError
-from schemas.settings import Settings, override_settings
+from schemas.settings import Settings
 
 KEY = SigningKey(bytes(range(32)))
 PUBLIC = KEY.verify_key.encode().hex()
@@ -93,13 +93,10 @@ def test_a_bad_public_key_refuses_everything() -> None:
 
 
 def test_the_channel_verifies_with_the_configured_key() -> None:
-    override_settings(settings(discord_public_key=PUBLIC))
-    try:
-        DiscordChannel().verify(signed(b"{}", int(time.time())), b"{}", time.time())
-        with pytest.raises(SignatureError):
-            DiscordChannel().verify({}, b"{}", time.time())
-    finally:
-        override_settings(None)
+    configured = settings(discord_public_key=PUBLIC)
+    DiscordChannel().verify(signed(b"{}", int(time.time())), b"{}", time.time(), configured)
+    with pytest.raises(SignatureError):
+        DiscordChannel().verify({}, b"{}", time.time(), configured)
 
 
 def member(user_id: str, roles: list[str] | None = None, **user: Any) -> dict[str, Any]:

@@ -583,7 +583,7 @@ def test_unknown_page() -> None:
     ],
 )
 def test_same_origin_posts_pass(headers: dict[str, str]) -> None:
-    WebChannel().verify(headers, b"", NOW)
+    WebChannel().verify(headers, b"", NOW, Settings())
 
 
 @pytest.mark.parametrize(

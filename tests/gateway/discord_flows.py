@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from tests.conftest import GatewayProcess
@@ -14,13 +13,6 @@ APPROVAL = {
     "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
     "required": ["approved"],
 }
-
-
-def running_discord() -> Iterator[FakeDiscord]:
-    """A fake Discord running until the generator is closed (the body of each module's fixture)."""
-    fake = FakeDiscord()
-    with fake.server.running():
-        yield fake
 
 
 def outcome_of(body: dict[str, Any]) -> str:

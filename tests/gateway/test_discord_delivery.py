@@ -3,22 +3,15 @@ agent, outcomes that came from elsewhere, and ``humangate doctor``, against the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
 from tests.conftest import StartGateway, run_cli
 from tests.fakes.discord import CATEGORY_ID, CHANNEL_ID, HIDDEN_CHANNEL_ID, FakeDiscord
 from tests.fakes.discord_interactions import buttons, click, send
-from tests.gateway.discord_flows import APPROVAL, ask, outcome_of, running_discord
+from tests.gateway.discord_flows import APPROVAL, ask, outcome_of
 from tests.gateway.flows import post_form, start_call
 from tests.mcp_client import text_of
-
-
-@pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    yield from running_discord()
 
 
 async def test_a_rate_limited_post_waits_for_retry_after_and_posts_once(

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from nacl.signing import SigningKey
 
 from tests.conftest import StartGateway
 from tests.fakes.discord import ADA, BO, CHANNEL_ID, CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.discord_interactions import buttons, click, interaction, send, sign, submit
-from tests.gateway.discord_flows import APPROVAL, ask, outcome_of, running_discord
+from tests.gateway.discord_flows import APPROVAL, ask, outcome_of
 from tests.gateway.flows import start_call
 from tests.mcp_client import text_of
 
@@ -35,11 +33,6 @@ PROFILE = {
     },
     "required": ["name", "email", "age"],
 }
-
-
-@pytest.fixture
-def discord() -> Iterator[FakeDiscord]:
-    yield from running_discord()
 
 
 async def test_an_approval_is_approved_with_one_click_and_the_message_shows_it(

@@ -5,7 +5,7 @@ slack-sdk against the fake Slack."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import yaml
@@ -25,12 +25,6 @@ from tests.gateway.flows import start_call
 from workers import jobs
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    with FakeSlack().running() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -5,11 +5,9 @@ the outcome, whichever path ended the request."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.conftest import StartGateway
 from tests.fakes.slack import FakeSlack
@@ -42,12 +40,6 @@ FORM = {
     },
     "required": ["name", "count"],
 }
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    with FakeSlack().running() as fake:
-        yield fake
 
 
 def shown(blocks: list[dict[str, Any]]) -> str:

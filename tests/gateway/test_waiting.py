@@ -70,7 +70,7 @@ async def test_an_answer_wakes_the_waiting_call_long_before_the_next_poll(slow_p
     waiting = asyncio.create_task(wait_for_end(slow_polling.service, slow_polling.wakeups, hf, checks))
     await checks.reached(1)  # the call made its first check and now sleeps for up to 30 s
     answered_at = time.monotonic()
-    await slow_polling.service.answer(hf.id, ACCEPT)
+    await slow_polling.service.answer(hf, ACCEPT)
     ended = await asyncio.wait_for(waiting, 5)
     assert ended.status is Status.ACCEPTED
     assert time.monotonic() - answered_at < 1.0
@@ -81,7 +81,7 @@ async def test_a_lost_wake_up_costs_at_most_one_poll(fast_polling: Runtime) -> N
     hf = await open_one(fast_polling)
     await fast_polling.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")  # drop every subscription
     waiting = asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, no_progress))
-    await fast_polling.service.answer(hf.id, ACCEPT)
+    await fast_polling.service.answer(hf, ACCEPT)
     started = time.monotonic()
     ended = await asyncio.wait_for(waiting, 5)
     assert ended.status is Status.ACCEPTED
@@ -100,7 +100,7 @@ async def test_many_waiting_calls_share_one_subscription(fast_polling: Runtime) 
     clients = await fast_polling.redis.client_list(_type="pubsub")
     assert len(clients) == 1
     for hf in hfs:
-        await fast_polling.service.answer(hf.id, ACCEPT)
+        await fast_polling.service.answer(hf, ACCEPT)
     assert all(e.status is Status.ACCEPTED for e in await asyncio.wait_for(asyncio.gather(*tasks), 10))
 
 

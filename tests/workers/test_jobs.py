@@ -70,7 +70,7 @@ async def test_an_answer_queues_the_update_of_a_posted_message(setup: Setup) -> 
     hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
     await setup.service.store.set_refs(hf.id, {"message": "m1"})
     ended = await setup.service.answer(
-        hf.id, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
+        hf, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
     )
     assert ended.status is Status.ACCEPTED
     await setup.work()
@@ -80,7 +80,7 @@ async def test_an_answer_queues_the_update_of_a_posted_message(setup: Setup) -> 
 
 async def test_nothing_posted_means_no_update_job(setup: Setup) -> None:
     hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
-    await setup.service.answer(hf.id, Answer(action=Action.DECLINE, by="Ada", via="web"))
+    await setup.service.answer(hf, Answer(action=Action.DECLINE, by="Ada", via="web"))
     assert setup.dispatcher.queue("web").job_ids == [delivery_job_id(hf.id)]
 
 
@@ -123,7 +123,7 @@ async def test_the_reaper_drops_an_ended_request_left_in_the_pending_index(
     setup.service.clock = lambda: now[0]
     hf, _ = await setup.service.open(ANONYMOUS_CALLER, "web", "Deploy?", APPROVAL)
     await setup.service.answer(
-        hf.id, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
+        hf, Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
     )
     # As if the process died between ending the request and updating the index.
     await setup.service.store.redis.zadd(keys.PENDING, {hf.id: hf.deadline})
