@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from channels.base import Channel
-from channels.discord import DiscordChannel
-from channels.slack import SlackChannel
-from channels.web import WebChannel
+from channels.discord.channel import DiscordChannel
+from channels.slack.channel import SlackChannel
+from channels.web.channel import WebChannel
 from schemas.errors import NotConfiguredError
 from schemas.settings import CHANNEL_NAMES, Settings
 

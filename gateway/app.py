@@ -9,9 +9,12 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
-from gateway import discord_interactions, health, rest, slack_events, webform
+from gateway import health, rest
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
+from gateway.inbound import web
+from gateway.inbound.discord import interactions as discord_interactions
+from gateway.inbound.slack import events as slack_events
 from gateway.limits import BodySizeLimit
 from gateway.mcp_server import build_mcp
 from gateway.runtime import Runtime, open_runtime
@@ -52,7 +55,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.router.routes.append(
         Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
     )
-    app.include_router(webform.router)
+    app.include_router(web.router)
     app.include_router(slack_events.router)
     app.include_router(discord_interactions.router)
     app.include_router(rest.router)

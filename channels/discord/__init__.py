@@ -1,0 +1,1 @@
+"""Discord: embeds and components, interaction parsing and the REST client (discord.py)."""

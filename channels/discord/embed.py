@@ -1,0 +1,125 @@
+"""The embed of a Human Function's Discord message, pending or ended, within Discord's embed limits.
+
+Pending: the agent's message (escaped), who asks, the deadline as a Discord timestamp, and for forms
+what each field takes. Ended: the same request with one line saying how it ended, by whom and when
+(``channels.display.outcome_summary``), the answered values, and no components left to click.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import discord
+
+from channels.base import RenderContext
+from channels.discord.components import layout_of, message_payload, pending_view, timestamp
+from channels.discord.text import escape, field_hint
+from channels.display import answered_values, approval_field, clip, field_label, outcome_summary
+from schemas.models import HumanFunction, Status
+
+EMBED_TOTAL = 6000
+"""Discord's limit of all the text in one embed (title, description, fields, footer)."""
+
+MAX_TITLE = 256
+MAX_DESCRIPTION = 4096
+MAX_FIELD_NAME = 256
+MAX_FIELD_VALUE = 1024
+MAX_FIELDS = 25
+"""Discord's limits of an embed's title, description, field name, field value and field count."""
+
+MIN_DESCRIPTION = 600
+"""Characters of the agent's message kept however many fields there are: fields give way first."""
+
+MAX_HINT = 300
+"""Characters of a field's hint shown in a pending message (its modal shows the field itself)."""
+
+COLOURS = {
+    Status.PENDING: discord.Colour.blurple(),
+    Status.ACCEPTED: discord.Colour.green(),
+    Status.DECLINED: discord.Colour.red(),
+    Status.CANCELED: discord.Colour.dark_grey(),
+    Status.EXPIRED: discord.Colour.light_grey(),
+}
+"""The embed's side colour by status."""
+
+Field = tuple[str, str, bool]
+"""(name, value, inline) of one embed field, already escaped."""
+
+
+def render_message(hf: HumanFunction, ctx: RenderContext, *, nonce: str | None = None) -> dict[str, Any]:
+    """The message JSON (embed, components, ``allowed_mentions``) showing ``hf`` as it is now."""
+    return message_payload(build_embed(hf, ctx), pending_view(hf) if hf.is_pending else None, nonce)
+
+
+def build_embed(hf: HumanFunction, ctx: RenderContext) -> discord.Embed:
+    schema = hf.request_schema
+    title = schema.get("title")
+    if not isinstance(title, str) or not title.strip():
+        title = "Approval requested" if approval_field(schema) else "Input requested"
+    footer = f"Human Function {hf.id}"
+    fixed: list[Field] = [("Requested by", clip(escape(hf.requester), MAX_FIELD_VALUE), True)]
+    summary = outcome_summary(hf)
+    if summary is None:
+        deadline = f"{timestamp(hf.deadline, 'f')} ({timestamp(hf.deadline, 'R')})"
+        fixed.append(("Answer by", deadline, True))
+        optional = _hint_fields(schema)
+        more = "{} more fields: open the form to see them"
+    else:
+        line = f"{clip(escape(summary.sentence()), MAX_FIELD_VALUE - 40)} · {timestamp(summary.at, 'f')}"
+        fixed.append(("Outcome", line, False))
+        optional = [
+            (clip(escape(label), MAX_FIELD_NAME), clip(escape(value) or "(empty)", MAX_FIELD_VALUE), False)
+            for label, value in answered_values(hf)
+        ]
+        more = "{} more answers: the agent received them all"
+    title = clip(escape(title), MAX_TITLE)
+    used = len(title) + len(footer) + sum(len(name) + len(value) for name, value, _ in fixed)
+    fields = _fit(fixed, optional, used, more)
+    used = len(title) + len(footer) + sum(len(name) + len(value) for name, value, _ in fields)
+    description = escape(hf.message)
+    about = schema.get("description")
+    if isinstance(about, str) and about.strip():
+        description += "\n\n" + escape(about)
+    embed = discord.Embed(
+        title=title,
+        description=clip(description, min(MAX_DESCRIPTION, EMBED_TOTAL - used)),
+        colour=COLOURS[hf.status],
+    )
+    for name, value, inline in fields:
+        embed.add_field(name=name, value=value, inline=inline)
+    embed.set_footer(text=footer)
+    return embed
+
+
+def _hint_fields(schema: Mapping[str, Any]) -> list[Field]:
+    """One field per property a form asks for (selects and buttons speak for themselves)."""
+    if layout_of(schema) not in ("form", "web", "approval"):
+        return []
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    skip = approval_field(schema)
+    fields: list[Field] = []
+    for name, prop in properties.items():
+        if name == skip:
+            continue
+        hint = field_hint(schema, name)
+        about = prop.get("description")
+        if isinstance(about, str) and about.strip():
+            hint += "\n" + about
+        label = clip(escape(field_label(name, prop)), MAX_FIELD_NAME)
+        fields.append((label, clip(escape(clip(hint, MAX_HINT)), MAX_FIELD_VALUE), False))
+    return fields
+
+
+def _fit(fixed: list[Field], optional: list[Field], used: int, more: str) -> list[Field]:
+    """``fixed`` plus as many of ``optional`` as the embed holds, then one field saying what is left."""
+    budget = EMBED_TOTAL - MIN_DESCRIPTION - 100
+    fields = list(fixed)
+    for index, (name, value, inline) in enumerate(optional):
+        size = len(name) + len(value)
+        if used + size > budget or len(fields) >= MAX_FIELDS - 1:
+            fields.append(("…", more.format(len(optional) - index), False))
+            break
+        fields.append((name, value, inline))
+        used += size
+    return fields

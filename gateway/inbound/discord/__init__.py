@@ -1,0 +1,1 @@
+"""Discord's inbound side: ``/discord/interactions``, deferred replies and per-user drafts."""

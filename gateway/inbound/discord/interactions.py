@@ -1,0 +1,194 @@
+"""``POST /discord/interactions``: Discord's interactions endpoint (PING, button and select clicks,
+modal submits), so no gateway websocket is needed and any gateway process can answer.
+
+Every request is verified first (Ed25519 over timestamp + body, fresh within
+``SIGNATURE_MAX_AGE``; else 401) and applied once (``gateway.replay``). A click that answers goes
+through ``HumanFunctionService.answer`` like every channel's answer and gets the ended message back
+(``UPDATE_MESSAGE``); one that asks for input gets a modal; errors, refusals and late clicks get an
+ephemeral note only the clicker sees. Nothing is recorded for a user outside
+``HUMANGATE_DISCORD_ALLOWED_USERS`` / ``_ALLOWED_ROLES`` (when set).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from channels.base import RenderContext
+from channels.discord.channel import (
+    SIGNATURE_MAX_AGE,
+    answered_by,
+    form_answer,
+    is_allowed,
+    parse_interaction,
+    person,
+)
+from channels.discord.components import Act, CustomId, again_button, link_button, note, parse_custom_id
+from channels.discord.embed import render_message
+from channels.discord.modal import form_modal, form_steps, reason_modal, step_of, submitted_values
+from channels.discord.text import escape
+from channels.display import field_label, outcome_summary
+from channels.registry import CHANNELS
+from gateway.inbound.discord.deferral import UPDATE_MESSAGE, Reply, send_late, within_budget
+from gateway.inbound.discord.drafts import Drafts
+from gateway.links import form_url
+from gateway.replay import first_delivery
+from gateway.runtime import Runtime
+from schemas.errors import ClosedError, InvalidAnswerError, SignatureError, UnknownRequestError
+from schemas.models import HumanFunction
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+CHANNEL = CHANNELS["discord"]
+PING, COMPONENT, MODAL_SUBMIT = 1, 3, 5
+"""Discord interaction types handled here."""
+PONG, MODAL = 1, 9
+"""Discord interaction response types (the others are in ``gateway.inbound.discord.deferral``)."""
+EPHEMERAL = 64
+"""Message flag of a message only its recipient sees."""
+
+NOT_ALLOWED = "You are not allowed to answer this request. Ask whoever runs humangate to add you."
+
+
+@router.post("/discord/interactions", include_in_schema=False)
+async def interactions(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    settings = runtime.settings
+    missing = CHANNEL.missing_settings(settings)
+    if missing:
+        detail = f"Discord is not configured: set {', '.join(missing)}"
+        return JSONResponse({"error": "NotConfiguredError", "detail": detail}, status_code=404)
+    body = await request.body()
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        CHANNEL.verify(headers, body, runtime.service.clock(), settings)
+    except SignatureError as exc:
+        logger.warning("refused an interaction channel=discord: %s", exc)
+        return JSONResponse({"error": "SignatureError", "detail": str(exc)}, status_code=401)
+    interaction = _interaction(body)
+    if interaction is None:
+        detail = "the body must be a JSON interaction object with a numeric type"
+        return JSONResponse({"error": "InvalidRequestError", "detail": detail}, status_code=400)
+    if interaction["type"] == PING:
+        return JSONResponse({"type": PONG})
+    signature = headers["x-signature-ed25519"].lower()
+    if not await first_delivery(runtime.redis, CHANNEL.name, signature, 2 * SIGNATURE_MAX_AGE):
+        logger.info("replayed interaction not applied again channel=discord")
+        return JSONResponse(note("This interaction was already handled."))
+    return JSONResponse(await _respond(runtime, interaction))
+
+
+def _interaction(body: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), int) or isinstance(data["type"], bool):
+        return None
+    return data
+
+
+async def _respond(runtime: Runtime, interaction: Mapping[str, Any]) -> Reply:
+    data = interaction.get("data") if isinstance(interaction.get("data"), Mapping) else {}
+    if interaction["type"] not in (COMPONENT, MODAL_SUBMIT):
+        return note("humangate only handles its own buttons, menus and forms.")
+    try:
+        custom_id = parse_custom_id(str((data or {}).get("custom_id", "")))
+        hf = await runtime.store.get(custom_id.hf_id)
+    except (ValueError, UnknownRequestError):
+        return note("This request no longer exists (or this is not one of humangate's buttons).")
+    user_id = person(interaction)[0]
+    logger.info("interaction hf=%s channel=discord act=%s user=%s", hf.id, custom_id.act.value, user_id)
+    if not is_allowed(interaction, runtime.settings):
+        logger.info("refused a user not allowed hf=%s channel=discord user=%s", hf.id, user_id)
+        return note(NOT_ALLOWED)
+    if not hf.is_pending:
+        return _ended(hf)
+    if custom_id.act is Act.RESPOND:
+        values = await Drafts(runtime.redis).load(hf.id, user_id)
+        return {"type": MODAL, "data": form_modal(hf, custom_id.arg or 0, values)}
+    if custom_id.act is Act.DECLINE:
+        return {"type": MODAL, "data": reason_modal(hf)}
+    if custom_id.act is Act.WEB:
+        link = link_button("Open the web form", form_url(runtime.settings, hf))
+        return note("This request is answered in the web form; the link is shown only to you.", [link])
+
+    async def late(reply: Reply) -> None:
+        rest = await runtime.channel_client(CHANNEL.name)
+        app_id = runtime.settings.discord_application_id or ""
+        await send_late(rest, app_id, str(interaction.get("token", "")), reply)
+
+    work = _answer(runtime, hf, interaction, custom_id)
+    return await within_budget(work, late, label=f"hf={hf.id}")
+
+
+async def _answer(
+    runtime: Runtime, hf: HumanFunction, interaction: Mapping[str, Any], custom_id: CustomId
+) -> Reply:
+    """Record the answer a click or submit gives; the reply says how it went."""
+    user_id = person(interaction)[0]
+    drafts = Drafts(runtime.redis)
+    values: dict[str, list[str]] | None = None
+    try:
+        if custom_id.act is Act.FORM:
+            step, all_steps = custom_id.arg or 0, form_steps(hf.request_schema)
+            asked = set(all_steps[min(step, len(all_steps) - 1)])
+            earlier = {k: v for k, v in (await drafts.load(hf.id, user_id)).items() if k not in asked}
+            values = earlier | submitted_values(hf, interaction.get("data") or {})
+            steps = len(all_steps)
+            if step + 1 < steps:
+                await drafts.save(hf, user_id, values)
+                label = f"Continue: step {step + 2} of {steps}"
+                return note(f"Step {step + 1} of {steps} is saved.", [again_button(hf, label, step + 1)])
+            answer = form_answer(hf, values, answered_by(interaction))
+        else:
+            answer = parse_interaction(hf, interaction)
+        ended = await runtime.service.answer(hf, answer)
+    except InvalidAnswerError as exc:
+        if values is not None:
+            await drafts.save(hf, user_id, values)
+        logger.info("invalid answer hf=%s channel=discord fields=%s", hf.id, ",".join(exc.errors))
+        return _invalid(hf, exc, with_retry=custom_id.act is Act.FORM)
+    except ClosedError:
+        return _ended(await runtime.store.get(hf.id))
+    except UnknownRequestError:
+        return note("This request no longer exists.")
+    if values is not None:
+        await drafts.drop(hf.id, user_id)
+    message = interaction.get("message") if isinstance(interaction.get("message"), Mapping) else None
+    if message is not None and int(message.get("flags") or 0) & EPHEMERAL:
+        # A modal opened from one of our ephemeral notes: that note is what gets updated.
+        summary = outcome_summary(ended)
+        text = f"Your answer was recorded: {escape(summary.sentence())}." if summary else "Recorded."
+        return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "embeds": []}}
+    ctx = RenderContext(form_url=form_url(runtime.settings, ended), now=runtime.service.clock())
+    return {"type": UPDATE_MESSAGE, "data": render_message(ended, ctx)}
+
+
+def _ended(hf: HumanFunction) -> Reply:
+    """What a click on an ended request gets: how it ended, and by whom."""
+    summary = outcome_summary(hf)
+    ended = f" ({escape(summary.sentence())})" if summary else ""
+    return note(f"Your answer was not recorded: this request has already ended{ended}.")
+
+
+def _invalid(hf: HumanFunction, exc: InvalidAnswerError, *, with_retry: bool) -> Reply:
+    """An ephemeral list of what is wrong, field by field, with a button back to the form."""
+    properties: Mapping[str, Any] = hf.request_schema.get("properties") or {}
+    lines = []
+    for name, reason in exc.errors.items():
+        label = field_label(name, properties[name]) if name in properties else "Form"
+        lines.append(f"• **{escape(label)}**: {escape(reason)}")
+    text = "Your answer was not recorded. Please fix:\n" + "\n".join(lines)
+    if not with_retry:
+        return note(text)
+    first = next(iter(exc.errors))
+    step = step_of(hf.request_schema, first) if first in properties else 0
+    return note(text, [again_button(hf, "Fix my answer", step)])

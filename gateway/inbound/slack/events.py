@@ -1,0 +1,152 @@
+"""``POST /slack/events``: Slack's interactivity requests, verified, de-duplicated, then slack-bolt.
+
+Before bolt sees a request, this route:
+
+1. answers 404 naming the missing settings when Slack is not configured;
+2. verifies Slack's v0 signature (``SlackChannel.verify``): a missing, malformed, stale or wrong
+   one is a 401 with a short plain body, never a 500 (bolt's own check is then off: once is enough);
+3. refuses a body that is neither a form-encoded ``payload`` nor a JSON event (400);
+4. acknowledges, without applying, Slack's retries (``X-Slack-Retry-Num``) and replays of a
+   signature already seen (``gateway.replay``).
+
+Bolt then acks within Slack's 3 s and runs the listeners of ``gateway.inbound.slack.interactions``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import PlainTextResponse, Response
+from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_sdk.web.async_client import AsyncWebClient
+
+from channels.registry import CHANNELS
+from channels.slack.actions import hf_id_of
+from channels.slack.blocks import ACTION_PREFIX
+from channels.slack.channel import API_TIMEOUT, SIGNATURE_WINDOW_SECONDS, api_base
+from gateway.inbound.slack.interactions import handle_click, handle_submission
+from gateway.replay import first_delivery
+from gateway.runtime import Runtime
+from schemas.errors import SignatureError
+from schemas.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+RUNTIME_KEY = "humangate_runtime"
+"""Where the listeners find the ``Runtime`` in bolt's context."""
+_OURS = re.compile("^" + re.escape(ACTION_PREFIX))
+
+
+@router.post("/slack/events", include_in_schema=False)
+async def slack_events(request: Request) -> Response:
+    runtime: Runtime = request.app.state.runtime
+    channel = CHANNELS["slack"]
+    missing = channel.missing_settings(runtime.settings)
+    if missing:
+        return PlainTextResponse(f"Slack is not configured on this gateway: set {', '.join(missing)}", 404)
+    body = await request.body()
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        channel.verify(headers, body, runtime.service.clock(), runtime.settings)
+    except SignatureError as exc:
+        logger.warning("refused a Slack request channel=slack: %s", exc)
+        return PlainTextResponse(f"Unauthorized: {exc}", 401)
+    try:
+        payload = read_payload(headers.get("content-type", ""), body)
+    except ValueError as exc:
+        return PlainTextResponse(f"Bad request: {exc}", 400)
+    hf_id = hf_id_of(payload)
+    if "x-slack-retry-num" in headers:
+        logger.info("acknowledged a Slack retry hf=%s channel=slack; not applied again", hf_id)
+        return Response(status_code=200)
+    if not await first_delivery(
+        runtime.redis, "slack", headers["x-slack-signature"], SIGNATURE_WINDOW_SECONDS
+    ):
+        logger.warning("acknowledged a replayed Slack request hf=%s channel=slack; not applied", hf_id)
+        return Response(status_code=200)
+    bolt = _bolt(request.app, runtime.settings)
+    response = await bolt.async_dispatch(to_async_bolt_request(request, body, {RUNTIME_KEY: runtime}))
+    return to_starlette_response(response)
+
+
+def read_payload(content_type: str, body: bytes) -> dict[str, Any]:
+    """The interaction (form field ``payload``) or event (JSON body) a Slack request carries."""
+    try:
+        text = body.decode()
+        if "application/json" in content_type:
+            data = json.loads(text)
+        elif "application/x-www-form-urlencoded" in content_type:
+            fields = parse_qs(text, max_num_fields=10)
+            if len(fields.get("payload", [])) != 1:
+                raise ValueError("the form must have one payload field")
+            data = json.loads(fields["payload"][0])
+        else:
+            raise ValueError("the body must be form-encoded (an interaction) or JSON (an event)")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError("the payload is not valid JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ValueError("the payload must be a JSON object with a type")
+    return data
+
+
+def build_bolt(settings: Settings) -> AsyncApp:
+    """The slack-bolt app of this process: its listeners, and no start-up or per-request Slack calls.
+
+    The bot token is handed over by ``authorize`` (bolt's single-team default would call
+    ``auth.test`` on the first request, inside Slack's 3 s; ``humangate doctor`` checks it instead).
+    """
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+
+    async def authorize(
+        enterprise_id: str | None, team_id: str | None, user_id: str | None
+    ) -> AuthorizeResult:
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, user_id=user_id, bot_token=token)
+
+    bolt_logger = logging.getLogger("gateway.slack_bolt")
+    bolt_logger.addFilter(_TokenFromEnvironment())
+    app = AsyncApp(
+        name="humangate",
+        client=AsyncWebClient(base_url=api_base(settings), timeout=int(API_TIMEOUT)),
+        authorize=authorize,
+        signing_secret="",  # unused: verified by the route, before anything else
+        request_verification_enabled=False,
+        process_before_response=False,
+        logger=bolt_logger,
+    )
+
+    async def on_click(ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
+        await ack()
+        await handle_click(context[RUNTIME_KEY], body)
+
+    async def on_submission(ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
+        await ack(**await handle_submission(context[RUNTIME_KEY], body))
+
+    app.action(_OURS)(on_click)
+    app.view(_OURS)(on_submission)
+    return app
+
+
+class _TokenFromEnvironment(logging.Filter):
+    """Bolt reads ``SLACK_BOT_TOKEN`` from the environment itself and warns that the client we give
+    it wins; that is the intent (the token reaches it through ``authorize``), so the warning is
+    dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _bolt(app: FastAPI, settings: Settings) -> AsyncApp:
+    bolt: AsyncApp | None = getattr(app.state, "slack_bolt", None)
+    if bolt is None:
+        bolt = app.state.slack_bolt = build_bolt(settings)
+    return bolt

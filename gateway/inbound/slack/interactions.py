@@ -1,0 +1,152 @@
+"""What a click or a modal submission in Slack does: answer, open a modal, or say why not.
+
+Called by the slack-bolt listeners of ``gateway.inbound.slack.events`` once the request is verified and
+new. A click is acknowledged first and handled after (Slack wants the ack within 3 s; a modal needs
+its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing done). A submission is
+handled before its ack, because the ack carries the field errors or the closing of the modal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from channels.display import outcome_summary, sentence_case
+from channels.slack.actions import first_action, hf_id_of, parse_interaction, person, user_id_of
+from channels.slack.api import RESPONSE_EXCEPTIONS
+from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
+from channels.slack.channel import API_TIMEOUT, SlackClient
+from channels.slack.modal import block_errors, form_view, notice_view, reason_view
+from channels.slack.text import escape
+from gateway.runtime import Runtime
+from schemas.errors import ClosedError, InvalidAnswerError, UnknownRequestError
+from schemas.models import Action, HumanFunction
+
+logger = logging.getLogger(__name__)
+
+NAME_LOOKUP_TIMEOUT = 1.5
+"""Seconds the ``users.info`` look-up of who answered may take before the Slack handle is used
+(a modal's submission must be acknowledged within 3 s)."""
+
+NOT_ALLOWED = (
+    "You are not allowed to answer this request (HUMANGATE_SLACK_ALLOWED_USERS). Nothing was changed."
+)
+GONE = "This request is no longer known to humangate (it ended more than a day ago)."
+_OPENS = {RESPOND: None, DECLINE: Action.DECLINE, CANCEL: Action.CANCEL}
+
+
+def allowed(runtime: Runtime, user_id: str) -> bool:
+    """Whether ``HUMANGATE_SLACK_ALLOWED_USERS`` (when set) lets this person answer."""
+    users = runtime.settings.slack_allowed_users
+    return not users or user_id in users
+
+
+async def handle_click(runtime: Runtime, payload: Mapping[str, Any]) -> None:
+    """A button in a request message was clicked (already acknowledged)."""
+    action_id = str(first_action(payload).get("action_id") or "")
+    hf_id = hf_id_of(payload)
+    response_url = payload.get("response_url")
+    if action_id == OPEN_FORM or hf_id is None:
+        return  # a link button: Slack opened the web form in the browser
+    if not allowed(runtime, user_id_of(payload)):
+        logger.info("refused a click hf=%s channel=slack: user not allowed", hf_id)
+        await tell(response_url, NOT_ALLOWED, hf_id)
+        return
+    try:
+        hf = await runtime.store.get(hf_id)
+    except UnknownRequestError:
+        await tell(response_url, GONE, hf_id)
+        return
+    if not hf.is_pending:
+        await tell(response_url, ended_words(hf), hf_id)
+        return
+    if action_id in _OPENS:
+        await _open_modal(runtime, hf, payload, _OPENS[action_id])
+        return
+    try:
+        answer = parse_interaction(hf, payload, await display_name(runtime, payload))
+        await runtime.service.answer(hf, answer)
+    except ClosedError as exc:
+        await tell(response_url, f"{sentence_case(str(exc))}; your click changed nothing.", hf_id)
+    except InvalidAnswerError as exc:
+        await tell(response_url, f"Your answer was not recorded: {exc}", hf_id)
+
+
+async def handle_submission(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A modal was submitted: the arguments of its ack (``{}`` closes the modal)."""
+    view = payload.get("view") or {}
+    hf_id = hf_id_of(payload)
+    if hf_id is None:
+        return {}
+    if not allowed(runtime, user_id_of(payload)):
+        logger.info("refused a submission hf=%s channel=slack: user not allowed", hf_id)
+        return _notice("Not allowed", NOT_ALLOWED)
+    try:
+        hf = await runtime.store.get(hf_id)
+        answer = parse_interaction(hf, payload, await display_name(runtime, payload))
+        await runtime.service.answer(hf, answer)
+    except UnknownRequestError:
+        return _notice("Request ended", GONE)
+    except InvalidAnswerError as exc:
+        logger.info("invalid answer hf=%s channel=slack fields=%s", hf_id, ",".join(exc.errors))
+        return {"response_action": "errors", "errors": block_errors(hf, exc.errors, view)}
+    except ClosedError as exc:
+        return _notice("Already answered", f"{sentence_case(str(exc))}. Nothing was changed.")
+    return {}
+
+
+def ended_words(hf: HumanFunction) -> str:
+    """``This request has already ended: Approved by Ada (U1).``"""
+    summary = outcome_summary(hf)
+    return f"This request has already ended: {summary.sentence() if summary else hf.status.value}."
+
+
+async def display_name(runtime: Runtime, payload: Mapping[str, Any]) -> str:
+    """``Ada Lovelace (U123)``: the person's real name from ``users.info``, else their handle."""
+    user_id = user_id_of(payload)
+    name: str | None = None
+    if user_id:
+        client: SlackClient = await runtime.channel_client("slack")
+        try:
+            info = await asyncio.wait_for(client.api.users_info(user=user_id), NAME_LOOKUP_TIMEOUT)
+            user = info.get("user") or {}
+            profile = user.get("profile") or {}
+            name = str(profile.get("real_name") or user.get("real_name") or "") or None
+        except RESPONSE_EXCEPTIONS as exc:
+            logger.info(
+                "no real name for %s channel=slack (%s); using the handle", user_id, type(exc).__name__
+            )
+    return person(payload.get("user"), name)
+
+
+async def tell(response_url: Any, text: str, hf_id: str) -> None:
+    """An ephemeral reply to the person who clicked (only they see it), through ``response_url``."""
+    if not isinstance(response_url, str) or not response_url.startswith(("https://", "http://")):
+        return
+    webhook = AsyncWebhookClient(url=response_url, timeout=int(API_TIMEOUT))
+    try:
+        await webhook.send(text=escape(text), response_type="ephemeral", replace_original=False)
+    except Exception as exc:  # a failed courtesy note must not fail the handler
+        logger.warning("cannot reply to the person hf=%s channel=slack (%s)", hf_id, type(exc).__name__)
+
+
+async def _open_modal(
+    runtime: Runtime, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
+) -> None:
+    view = form_view(hf) if action is None else reason_view(hf, action)
+    client: SlackClient = await runtime.channel_client("slack")
+    try:
+        await client.api.views_open(trigger_id=str(payload.get("trigger_id") or ""), view=view)
+    except RESPONSE_EXCEPTIONS as exc:
+        logger.warning("cannot open a modal hf=%s channel=slack (%s)", hf.id, exc)
+        await tell(payload.get("response_url"), "Slack could not open the form; please click again.", hf.id)
+        return
+    logger.info("opened a modal hf=%s channel=slack", hf.id)
+
+
+def _notice(title: str, text: str) -> dict[str, Any]:
+    return {"response_action": "update", "view": notice_view(title, text)}
