@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gateway.cli import build_parser
+from gateway.queue import JOB_TIMEOUT
 from schemas.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
@@ -49,6 +50,10 @@ def test_compose_runs_real_commands_with_real_settings() -> None:
         assert (DEPLOY / service["build"]["dockerfile"].removeprefix("deploy/")).exists()
         assert (DEPLOY / f"{service['env_file']}.example").exists()
     assert "--no-worker" in services["gateway"]["command"]
+    # A stopping worker is given longer than a job may take to finish the one in hand.
+    assert services["worker"]["stop_signal"] == "SIGTERM"
+    assert int(services["worker"]["stop_grace_period"].removesuffix("s")) > JOB_TIMEOUT
+    assert "noeviction" in services["redis"]["command"]
 
 
 def test_the_env_example_names_only_real_settings() -> None:
@@ -73,3 +78,8 @@ def test_systemd_units_run_real_commands(unit: str) -> None:
     assert exec_start is not None
     assert_valid_command(shlex.split(exec_start.group(1).replace("%i", "slack,web")))
     assert "EnvironmentFile=" in text
+    assert "KillSignal=SIGTERM" in text
+    stop = re.search(r"^TimeoutStopSec=(\d+)$", text, re.MULTILINE)
+    assert stop is not None
+    if unit.startswith("humangate-worker"):
+        assert "KillMode=mixed" in text and int(stop.group(1)) > JOB_TIMEOUT
