@@ -33,6 +33,9 @@ class Channel(Protocol):
     """A platform a person answers on. Implementations hold no per-request state."""
 
     name: str
+    posts: bool
+    """Whether the channel posts a message per request (and so has deliver and update jobs). The web
+    form posts nothing: its page is rendered from the request's state whenever it is opened."""
 
     def missing_settings(self, settings: Settings) -> list[str]:
         """Names of the environment variables still needed; empty means configured."""
@@ -64,8 +67,13 @@ class Channel(Protocol):
         """
         ...
 
+    async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
+        """The references of a message posted for ``hf`` whose references were never recorded (the
+        worker stopped between posting and recording), or ``None`` if there is none."""
+        ...
+
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
-        """Show the outcome of an ended ``hf`` in place and disable its inputs."""
+        """Show the outcome of an ended ``hf`` in place (``hf.refs`` says where) and disable its inputs."""
         ...
 
     async def check(self, settings: Settings) -> list[str]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import signal
+import threading
 from collections.abc import AsyncIterator
+from types import FrameType
 
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -12,17 +16,45 @@ from starlette.routing import Route
 from gateway import health, rest
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
+from gateway.events import Events
 from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
 from gateway.inbound.slack import events as slack_events
 from gateway.limits import BodySizeLimit
+from gateway.logs import configure_logging
 from gateway.mcp_server import build_mcp
 from gateway.runtime import Runtime, open_runtime
 from gateway.service import Clock
 from schemas.settings import Settings, get_settings
 
 
-def create_app(settings: Settings | None = None, clock: Clock | None = None) -> FastAPI:
+def served_app() -> FastAPI:
+    """The app of one ``humangate serve`` process (uvicorn's factory; with ``--workers N`` each
+    process starts bare, so logging is set up here too). Waiting calls end cleanly on SIGTERM."""
+    configure_logging()
+    return create_app(get_settings(), served=True)
+
+
+def release_waiting_calls_on_signal(events: Events) -> None:
+    """Chain a handler before uvicorn's SIGTERM/SIGINT handlers that ends every waiting call at once
+    (with a "restarting, call again" result), so uvicorn's graceful shutdown finds them finished."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+
+        def handler(number: int, frame: FrameType | None, previous: object = previous) -> None:
+            loop.call_soon_threadsafe(events.release_all)
+            if callable(previous):
+                previous(number, frame)
+
+        signal.signal(signum, handler)
+
+
+def create_app(
+    settings: Settings | None = None, clock: Clock | None = None, *, served: bool = False
+) -> FastAPI:
     """Build the app; Redis connections and background tasks start in its lifespan."""
     settings = settings or get_settings()
     holder: dict[str, Runtime] = {}
@@ -37,6 +69,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         async with open_runtime(settings, clock) as runtime:
             holder["runtime"] = runtime
             app.state.runtime = runtime
+            if served:
+                release_waiting_calls_on_signal(runtime.events)
             async with session_manager.run():
                 yield
 

@@ -7,9 +7,11 @@ from collections.abc import Callable
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.errors import error_body, error_headers, status_of, store_unavailable
 from gateway.mcp_server import CALLER_STATE_KEY
+from gateway.redis_client import UNAVAILABLE_ERRORS
 from gateway.runtime import Runtime
-from schemas.errors import AuthError
+from schemas.errors import AuthError, HumangateError
 
 
 class CallerAuth:
@@ -30,12 +32,14 @@ class CallerAuth:
         try:
             caller = await self.get_runtime().keyring.identify(header)
         except AuthError as exc:
-            response = JSONResponse(
-                {"error": "AuthError", "detail": str(exc)},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-            await response(scope, receive, send)
+            await _error(exc)(scope, receive, send)
+            return
+        except UNAVAILABLE_ERRORS as exc:
+            await _error(store_unavailable(exc))(scope, receive, send)
             return
         scope.setdefault("state", {})[CALLER_STATE_KEY] = caller
         await self.app(scope, receive, send)
+
+
+def _error(exc: HumangateError) -> JSONResponse:
+    return JSONResponse(error_body(exc), status_code=status_of(exc), headers=error_headers(exc))

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from gateway import doctor as doctor_module
-from gateway.local import local_redis
+from gateway.local import NoLocalRedis, local_redis
 from gateway.logs import configure_logging
 from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
 
@@ -24,6 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the gateway (MCP at /mcp, web forms, webhooks)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="gateway processes serving on the port, sharing one Redis (default: 1)",
+    )
     serve.add_argument(
         "--worker",
         action=argparse.BooleanOptionalAction,
@@ -47,13 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     if args.command == "serve":
         from gateway.serve import serve as run_serve
 
-        return run_serve(args.host, args.port, args.worker)
+        return run_serve(args.host, args.port, args.worker, args.workers)
     if args.command == "worker":
         from gateway.workers_cli import run_workers
 
@@ -88,9 +101,14 @@ def _keys(args: argparse.Namespace) -> int:
                     return 1
             return 0
 
-    with local_redis() as url:
-        override_settings(get_settings().model_copy(update={"redis_url": url}))
-        return asyncio.run(act(url))
+    try:
+        with local_redis() as (url, which):
+            sys.stderr.write(f"humangate keys: using {which}\n")
+            override_settings(get_settings().model_copy(update={"redis_url": url}))
+            return asyncio.run(act(url))
+    except NoLocalRedis as exc:
+        sys.stderr.write(f"humangate keys: {exc}\n")
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
 from channels.registry import CHANNELS
+from gateway import redis_check
 from gateway.local import running_embedded_url
+from gateway.redis_client import safe_url, sync_redis
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
-
-
-def safe_url(url: str) -> str:
-    """A Redis URL without its password, for messages."""
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _say(ok: bool | None, text: str) -> None:
@@ -35,13 +29,19 @@ def _check_redis(settings: Settings) -> bool:
             )
             return True
     try:
-        with redis.Redis.from_url(url, socket_timeout=3, socket_connect_timeout=3) as client:
+        with sync_redis(url) as client:
             client.ping()
             version = client.info("server").get("redis_version", "?")
+            problem, warning = redis_check.check(client)
     except redis.RedisError as exc:
         _say(False, f"Redis: cannot reach {safe_url(url)}: {exc}")
         return False
+    if problem:
+        _say(False, f"Redis at {safe_url(url)}: {problem}")
+        return False
     _say(True, f"Redis {version} reachable at {safe_url(url)}")
+    if warning:
+        _say(None, f"Redis: warning: {warning}")
     return True
 
 

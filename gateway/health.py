@@ -6,6 +6,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from gateway import redis_check
+from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.metrics import REGISTRY, WAITING_CALLS
 from gateway.runtime import Runtime
 
@@ -20,17 +22,23 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    """Ready when Redis answers."""
+    """Ready when Redis answers and is safe to keep answers in (it never evicts keys)."""
     runtime: Runtime = request.app.state.runtime
     try:
-        await runtime.redis.ping()
+        unsafe = await redis_check.unsafe_reason(runtime.redis)
     except Exception as exc:
-        return JSONResponse({"status": "unavailable", "redis": str(exc)}, status_code=503)
+        return JSONResponse(
+            {"status": "unavailable", "redis": f"unreachable: {type(exc).__name__}: {exc}"},
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+    if unsafe:
+        return JSONResponse({"status": "unsafe", "redis": unsafe}, status_code=503)
     return JSONResponse({"status": "ok", "redis": "ok"})
 
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
-    WAITING_CALLS.set(runtime.wakeups.waiting)
+    WAITING_CALLS.set(runtime.events.waiting)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

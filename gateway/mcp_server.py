@@ -24,8 +24,10 @@ from gateway.links import form_url
 from gateway.metrics import OPENED
 from gateway.runtime import Runtime
 from gateway.service import check_request
-from gateway.waiting import Tick, wait_for_end
-from schemas.errors import HumangateError, InvalidRequestError
+from gateway.store import Opened
+from gateway.waiting import GatewayStopping, Tick, wait_for_end
+from schemas.errors import HumangateError, InvalidRequestError, StoreUnavailableError
+from schemas.models import Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import CHANNEL_NAMES, Settings
 
@@ -63,16 +65,46 @@ CALLER_STATE_KEY = "humangate_caller"
 
 RuntimeGetter = Callable[[], Runtime]
 
-INTERNAL_ERROR_TEXT = (
-    "humangate could not complete this call (request {id}); it stays pending: call elicit again "
-    "with the same arguments to re-attach"
+STORE_UNAVAILABLE_TEXT = (
+    "humangate's store (Redis) is unavailable right now, so this request was not opened; call elicit "
+    "again with the same arguments in a few seconds (an identical call never asks the person twice)"
 )
-"""What the agent sees when something unexpected failed; details go to the gateway log only."""
+"""What the agent sees when Redis cannot be reached as the request is opened."""
+
+OPEN_FAILED_TEXT = (
+    "humangate could not open this request because of an internal error (details are in the gateway "
+    "log); call elicit again with the same arguments to retry"
+)
+"""What the agent sees when opening failed unexpectedly (nothing was opened, or an identical call
+re-attaches to what was)."""
+
+WAIT_FAILED_TEXT = (
+    "humangate could not finish waiting for request {id} because of an internal error (details are in "
+    "the gateway log); the request stays pending: call elicit again with the same arguments to re-attach"
+)
+"""What the agent sees when waiting failed unexpectedly; the request exists and stays pending."""
+
+RESTARTING_TEXT = (
+    "humangate is restarting, so this call ends here; request {id} stays pending: call elicit again with "
+    "the same arguments to re-attach (the person's answer is kept)"
+)
+"""What a waiting call returns when its gateway process shuts down."""
+
+STORE_UNREACHABLE_NOTE = (
+    "humangate's store is unreachable right now; the request is safe and this call keeps waiting"
+)
+"""Added to progress messages while the events reader cannot read Redis."""
 
 
 def _text_result(text: str, *, error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
+    )
+
+
+def _outcome_result(outcome: Outcome, hf_id: str) -> types.CallToolResult:
+    return _text_result(
+        result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf_id)
     )
 
 
@@ -103,6 +135,8 @@ def progress_message(tick: Tick, settings: Settings) -> str:
     text = f"{where}; {duration_text(tick.seconds_left)} left"
     if tick.delivery_error:
         text += f". Delivery problem: {tick.delivery_error}"
+    if not tick.store_available:
+        text += f". {STORE_UNREACHABLE_NOTE}"
     return text
 
 
@@ -127,14 +161,20 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
         )
         try:
             message, schema, channel = _arguments(params.arguments, runtime.settings)
-            hf, created = await runtime.service.open(caller, channel, message, schema)
+            hf, opened = await runtime.service.open(caller, channel, message, schema)
+        except StoreUnavailableError as exc:
+            logger.warning("could not open a request: %s", exc)
+            return _text_result(STORE_UNAVAILABLE_TEXT, error=True)
         except HumangateError as exc:
             return _text_result(str(exc), error=True)
         except Exception:
             logger.exception("opening a request failed")
-            return _text_result(INTERNAL_ERROR_TEXT.format(id="-"), error=True)
-        if created:
+            return _text_result(OPEN_FAILED_TEXT, error=True)
+        if opened is Opened.CREATED:
             OPENED.labels(channel=channel).inc()
+        if opened is Opened.RETAINED:
+            assert hf.outcome is not None
+            return _outcome_result(hf.outcome, hf.id)
         last_progress = 0.0
         started = runtime.service.clock()
 
@@ -146,19 +186,14 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
             )
 
         try:
-            ended = await wait_for_end(runtime.service, runtime.wakeups, hf, on_tick)
-        except HumangateError as exc:
-            return _text_result(str(exc), error=True)
+            outcome = await wait_for_end(runtime.service, runtime.events, hf, on_tick)
+        except GatewayStopping:
+            return _text_result(RESTARTING_TEXT.format(id=hf.id), error=True)
         except Exception:
             # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
             logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
-            return _text_result(INTERNAL_ERROR_TEXT.format(id=hf.id), error=True)
-        assert ended.outcome is not None
-        return _text_result(
-            result_text(ended.outcome),
-            error=is_error(ended.outcome),
-            structured=structured_result(ended.outcome, ended.id),
-        )
+            return _text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
+        return _outcome_result(outcome, hf.id)
 
     server: Server[Any] = Server(
         "humangate", version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool

@@ -1,7 +1,9 @@
 """Every Redis key and channel name humangate uses, built here and nowhere else.
 
-Keys of one Human Function carry its id as a hash tag (``{id}``) so they share a cluster slot and
-one Lua script may touch them all. Global indexes are single keys of their own.
+Keys of one Human Function carry its id as a hash tag (``{id}``) so they share a cluster slot.
+Global indexes are single keys of their own. humangate's scripts touch one request's keys together
+with the global indexes (and RQ's keys) atomically, so it needs one Redis server, not a Cluster
+(as RQ does).
 """
 
 from __future__ import annotations
@@ -14,17 +16,23 @@ RESULT_GRACE_SECONDS = 24 * 3600
 "already answered" and the form link still shows the outcome."""
 
 
+HF_PREFIX = f"{PREFIX}:hf:{{"
+ATTACH_PREFIX = f"{PREFIX}:attach:{{"
+"""Starts of the two per-request key names (scripts complete them with ``<id>}``)."""
+
+
 def human_function(hf_id: str) -> str:
-    """Hash of one Human Function (fields: doc, status, deadline, fingerprint, outcome, refs,
-    delivery_error, attempts).
-    TTL: deadline + RESULT_GRACE_SECONDS."""
-    return f"{PREFIX}:hf:{{{hf_id}}}"
+    """Hash of one Human Function (fields: doc, status, deadline, fingerprint, expire_reason,
+    outcome, ended_at, refs, delivery_error, attempts, retain, returned).
+    TTL: deadline + max(RESULT_GRACE_SECONDS, the result retention)."""
+    return f"{HF_PREFIX}{hf_id}}}"
 
 
 def attach(fingerprint: str) -> str:
-    """String: the id of the pending Human Function for one (caller, channel, message, schema), so an
-    identical re-call re-attaches instead of posting again. TTL: the deadline of that function."""
-    return f"{PREFIX}:attach:{{{fingerprint}}}"
+    """String: the id of the Human Function of one (caller, channel, message, schema), so an
+    identical re-call re-attaches instead of posting again. TTL: the function's deadline while it
+    is pending; after a person answered it, the result retention (the answer waits for the agent)."""
+    return f"{ATTACH_PREFIX}{fingerprint}}}"
 
 
 PENDING = f"{PREFIX}:pending"
@@ -32,7 +40,31 @@ PENDING = f"{PREFIX}:pending"
 No TTL: members leave when their function ends."""
 
 EVENTS = f"{PREFIX}:events"
-"""Pub/sub channel: the id of every Human Function that just ended, to wake its waiting calls."""
+"""Stream: one entry per Human Function that ended (id, status, outcome) or whose delivery changed
+(id, note). Every gateway process reads it with one blocking XREAD, so a waiting call learns of
+its answer at once and reads nothing else; after a dropped connection the reader resumes from the
+last entry it saw, so nothing is lost. Trimmed to ``EVENTS_KEEP_SECONDS`` on every write."""
+
+EVENTS_KEEP_SECONDS = 600
+"""How far back the events stream reaches: a gateway cut off from Redis for less than this catches
+up from the stream alone; after a longer gap it re-reads its waiting requests' states."""
+
+UNSYNCED = f"{PREFIX}:unsynced"
+"""Sorted set: id -> time it ended, of Human Functions whose channel message may still show them
+as pending. The update job removes its id once the message shows the outcome; workers re-queue
+updates for entries left behind by a crash. No TTL: members leave when updated."""
+
+
+def worker_alive(worker_name: str) -> str:
+    """String: present while the RQ worker ``worker_name`` is alive (refreshed every second or two);
+    a started job whose worker has no such key was abandoned and is run again.
+    TTL: ``gateway.recovery.ALIVE_TTL``."""
+    return f"{PREFIX}:worker:{worker_name}:alive"
+
+
+RECOVERY_LOCK = f"{PREFIX}:recovery-lock"
+"""String: held for a few seconds by the one worker looking for abandoned jobs, so two workers
+never run the same abandoned job again twice. TTL: ``gateway.recovery.LOCK_TTL``."""
 
 API_KEYS = f"{PREFIX}:apikeys"
 """Hash: sha256(key) -> JSON {name, created}. No TTL: keys live until revoked."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
@@ -12,6 +12,8 @@ from gateway.callers import Caller
 from gateway.links import form_url
 from gateway.runtime import Runtime
 from gateway.service import check_request
+from gateway.store import Opened
+from gateway.waiting import returned
 from schemas.errors import UnknownRequestError
 from schemas.models import HumanFunction
 from schemas.results import is_error, result_text, structured_result
@@ -93,12 +95,18 @@ async def _own(runtime: Runtime, hf_id: str, caller: Caller) -> HumanFunction:
 
 
 @router.post("/requests", status_code=201, response_model=RequestView)
-async def create_request(body: CreateRequest, request: Request, caller: CallerDep) -> RequestView:
-    """Open a Human Function (or re-attach to an identical pending one) and return at once."""
+async def create_request(
+    body: CreateRequest, request: Request, response: Response, caller: CallerDep
+) -> RequestView:
+    """Open a Human Function and return at once (201). An identical request that is pending is
+    re-attached to, and one a person answered that no call has returned yet is handed out with
+    its result (both 200)."""
     runtime = _runtime(request)
     message, schema = check_request(body.message, body.request_schema, runtime.settings)
     channel = body.uiType or default_channel(runtime.settings)
-    hf, _ = await runtime.service.open(caller, channel, message, schema)
+    hf, opened = await runtime.service.open(caller, channel, message, schema)
+    if opened is not Opened.CREATED:
+        response.status_code = 200
     return _view(runtime, hf)
 
 
@@ -106,7 +114,10 @@ async def create_request(body: CreateRequest, request: Request, caller: CallerDe
 async def get_request(hf_id: str, request: Request, caller: CallerDep) -> RequestView:
     """The state of one of your Human Functions, with its result once it ended."""
     runtime = _runtime(request)
-    return _view(runtime, await _own(runtime, hf_id, caller))
+    hf = await _own(runtime, hf_id, caller)
+    if hf.outcome is not None:
+        await returned(runtime.service, hf, hf.outcome)
+    return _view(runtime, hf)
 
 
 @router.delete("/requests/{hf_id}", response_model=RequestView)

@@ -9,25 +9,19 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis import Redis as SyncRedis
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
 from channels.registry import CHANNELS
 from gateway.callers import KeyRing
-from gateway.queue import Dispatcher
+from gateway.events import Events
+from gateway.queue import JobRecorder
+from gateway.reaper import reap_forever
+from gateway.redis_client import async_redis
 from gateway.service import Clock, HumanFunctionService
 from gateway.store import HumanFunctionStore
-from gateway.wakeups import Wakeups
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-REDIS_TIMEOUT = 10.0
-"""Seconds any single Redis command may take (or wait for a connection) before it fails."""
-
-REDIS_MAX_CONNECTIONS = 64
-"""Connections one gateway process opens to Redis at most; waiting calls share them (one short
-HMGET per poll), so this bounds Redis's client count however many calls wait."""
 
 
 @dataclass
@@ -35,7 +29,7 @@ class Runtime:
     settings: Settings
     redis: Redis
     service: HumanFunctionService
-    wakeups: Wakeups
+    events: Events
     keyring: KeyRing
     _stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     _clients: dict[str, Any] = field(default_factory=dict)
@@ -58,44 +52,27 @@ class Runtime:
 
 @contextlib.asynccontextmanager
 async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Runtime]:
-    """Connect to Redis, start the shared wake-up subscription and the reaper; close all on exit."""
+    """Connect to Redis, start the events reader and the reaper; close all on exit.
+
+    Nothing here needs Redis to be up: a gateway started during an outage serves its health
+    endpoints and says "unavailable" until Redis answers.
+    """
     if settings.redis_url is None:
         raise RuntimeError("HUMANGATE_REDIS_URL is not set (humangate serve starts an embedded Redis)")
-    # A blocking pool: under a burst, commands queue for a free connection (up to REDIS_TIMEOUT)
-    # instead of failing with "Too many connections".
-    pool = BlockingConnectionPool.from_url(
-        settings.redis_url,
-        max_connections=REDIS_MAX_CONNECTIONS,
-        timeout=REDIS_TIMEOUT,
-        socket_timeout=REDIS_TIMEOUT,
-        socket_connect_timeout=REDIS_TIMEOUT,
-    )
-    redis = Redis.from_pool(pool)
-    sync_redis = SyncRedis.from_url(settings.redis_url, socket_timeout=REDIS_TIMEOUT)
-    store = HumanFunctionStore(redis)
+    redis = async_redis(settings.redis_url)
+    store = HumanFunctionStore(redis, retention=settings.result_retention)
     kwargs = {} if clock is None else {"clock": clock}
-    service = HumanFunctionService(store, Dispatcher(sync_redis), settings, **kwargs)
-    wakeups = Wakeups(redis)
-    runtime = Runtime(settings, redis, service, wakeups, KeyRing(redis, settings))
-    await wakeups.start()
-    reaper = asyncio.create_task(_reap_forever(service), name="humangate-reaper")
+    service = HumanFunctionService(store, JobRecorder(), settings, **kwargs)
+    events = Events(settings.redis_url, store, settings.poll_interval)
+    runtime = Runtime(settings, redis, service, events, KeyRing(redis, settings))
+    await events.start()
+    reaper = asyncio.create_task(reap_forever(service), name="humangate-reaper")
     try:
         yield runtime
     finally:
         reaper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reaper
-        await wakeups.stop()
+        await events.stop()
         await runtime._stack.aclose()
         await redis.aclose()
-        sync_redis.close()
-
-
-async def _reap_forever(service: HumanFunctionService) -> None:
-    """Expire overdue Human Functions nobody waits on, once per poll interval."""
-    while True:
-        try:
-            await service.reap()
-        except Exception:
-            logger.exception("reaper pass failed; retrying next interval")
-        await asyncio.sleep(service.settings.poll_interval)

@@ -1,51 +1,114 @@
-"""``humangate serve``: the gateway under uvicorn, with an embedded Redis and worker if needed."""
+"""``humangate serve``: the gateway under uvicorn (one process or ``--workers N`` on one port), with
+an embedded Redis and worker thread if no Redis URL is set.
+
+Start-up fails fast, before anything is started, when the port is taken or Redis would evict
+data. With ``--workers N`` this process is the supervisor: it owns the socket, the embedded Redis
+and the worker thread, and N gateway processes serve on the shared socket.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
+import socket
+import sys
 from types import FrameType
 
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
 from channels.registry import configured_channels
+from gateway import redis_check
 from gateway.embedded import EmbeddedRedis
-from gateway.inprocess import start_worker_thread
 from gateway.local import url_file
 from gateway.logs import install_redaction
+from gateway.redis_client import is_unavailable, safe_url, sync_redis
+from gateway.rq_worker import WorkerThread, start_worker_thread
 from schemas.settings import get_settings, override_settings
 
 logger = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
-"""How long uvicorn lets open requests (waiting tool calls) finish on shutdown; they stay pending
-in Redis and re-attach after the restart."""
+"""How long uvicorn lets open requests finish on shutdown. Waiting tool calls end at once with a
+"restarting, call again to re-attach" result, so they finish well within it."""
+
+APP_FACTORY = "gateway.app:served_app"
+"""What every gateway process (one, or each of ``--workers N``) imports and calls to get its app."""
+
+
+class StartError(Exception):
+    """Why ``serve`` cannot start, in plain words (printed, exit status 2)."""
 
 
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def serve(host: str, port: int, with_worker: bool | None) -> int:
-    from gateway.app import create_app
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts, so a busy port fails at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StartError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Another program (perhaps another "
+            f"humangate serve) uses that port: stop it, or choose another port with --port"
+        ) from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
+
+def check_redis(url: str) -> None:
+    """Refuse a Redis that may evict data; warn when it keeps nothing on disk. An unreachable Redis
+    is not refused: the gateway starts, reports "unavailable" and works once Redis is back."""
+    try:
+        with sync_redis(url) as client:
+            problem, warning = redis_check.check(client)
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        logger.warning("Redis at %s is unreachable (%s); starting anyway", safe_url(url), exc)
+        return
+    if problem:
+        raise StartError(problem)
+    if warning:
+        logger.warning("%s", warning)
+
+
+def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
+    """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
+    try:
+        sock = bind(host, port)
+    except StartError as exc:
+        sys.stderr.write(f"humangate serve: {exc}\n")
+        return 2
     settings = get_settings()
     embedded: EmbeddedRedis | None = None
-    if not settings.redis_url:
-        embedded = EmbeddedRedis(settings.data_dir).start()
-        url_file(settings.data_dir).write_text(embedded.url)
-        settings = settings.model_copy(update={"redis_url": embedded.url})
-        override_settings(settings)
-    assert settings.redis_url is not None
-    worker = None
-    if with_worker if with_worker is not None else embedded is not None:
-        worker = start_worker_thread(settings.redis_url, configured_channels(settings))
+    worker: WorkerThread | None = None
     try:
+        if not settings.redis_url:
+            embedded = EmbeddedRedis(settings.data_dir).start()
+            url_file(settings.data_dir).write_text(embedded.url)
+            settings = settings.model_copy(update={"redis_url": embedded.url})
+            override_settings(settings)
+            # Gateway processes of --workers N read their settings from the environment.
+            os.environ["HUMANGATE_REDIS_URL"] = embedded.url
+        assert settings.redis_url is not None
+        check_redis(settings.redis_url)
+        if with_worker if with_worker is not None else embedded is not None:
+            worker = start_worker_thread(settings.redis_url, configured_channels(settings))
         config = uvicorn.Config(
-            create_app(settings),
+            APP_FACTORY,
+            factory=True,
             host=host,
             port=port,
+            workers=workers,
             log_level="info",
             log_config=None,  # keep our handlers (and their token redaction)
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
@@ -54,7 +117,13 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
         # uvicorn re-raises the SIGTERM it caught once it has shut down; exiting through SystemExit
         # lets the finally below stop the worker and the embedded Redis instead of orphaning them.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        uvicorn.Server(config).run()
+        if workers > 1:
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            uvicorn.Server(config).run(sockets=[sock])
+    except StartError as exc:
+        sys.stderr.write(f"humangate serve: {exc}\n")
+        return 2
     finally:
         if worker is not None:
             worker.stop()
@@ -62,4 +131,5 @@ def serve(host: str, port: int, with_worker: bool | None) -> int:
             with contextlib.suppress(FileNotFoundError):
                 url_file(settings.data_dir).unlink()
             embedded.stop()
+        sock.close()
     return 0

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from channels.display import AGENT_VIA
-from channels.registry import get_channel
+from channels.registry import CHANNELS, get_channel
 from gateway.callers import Caller
 from gateway.metrics import ENDED
-from gateway.queue import Dispatcher
-from gateway.store import HumanFunctionStore
+from gateway.queue import JobRecorder
+from gateway.store import REAP_BATCH, HumanFunctionStore, Opened
 from schemas.answers import validate_answer
-from schemas.errors import ClosedError, ExpiredError, InvalidRequestError, UnknownRequestError
+from schemas.errors import ExpiredError, InvalidRequestError, UnknownRequestError
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
@@ -30,9 +30,6 @@ from schemas.settings import Settings
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-REAP_BATCH = 100
-"""How many overdue Human Functions one reaper pass expires at most."""
 
 
 def new_id() -> str:
@@ -67,21 +64,22 @@ class HumanFunctionService:
     """Opens, answers and ends Human Functions; shared by MCP, REST, the web form and webhooks."""
 
     def __init__(
-        self, store: HumanFunctionStore, dispatcher: Dispatcher, settings: Settings, clock: Clock = time.time
+        self, store: HumanFunctionStore, jobs: JobRecorder, settings: Settings, clock: Clock = time.time
     ) -> None:
         self.store = store
-        self.dispatcher = dispatcher
+        self.jobs = jobs
         self.settings = settings
         self.clock = clock
 
     async def open(
         self, caller: Caller, channel: str, message: str, schema: dict[str, Any]
-    ) -> tuple[HumanFunction, bool]:
-        """Create and queue a Human Function, or re-attach to an identical pending one.
+    ) -> tuple[HumanFunction, Opened]:
+        """Create and queue a Human Function in one step, or re-attach to an identical pending one,
+        or hand out the kept result of an identical answered one (SPEC §6).
 
-        Returns ``(hf, created)``. The arguments must have passed ``check_request``.
+        The arguments must have passed ``check_request``.
         """
-        get_channel(channel, self.settings)
+        platform = get_channel(channel, self.settings)
         now = self.clock()
         hf = HumanFunction(
             id=new_id(),
@@ -93,13 +91,15 @@ class HumanFunctionService:
             deadline=now + caller.timeout(self.settings),
             form_secret=new_form_secret(),
         )
-        hf, created = await self.store.create(hf, fingerprint(caller.name, channel, message, schema))
-        if created:
-            await self.dispatcher.deliver(hf)
-            logger.info("opened hf=%s channel=%s requester=%s", hf.id, channel, caller.name)
-        else:
-            logger.info("re-attached hf=%s channel=%s requester=%s", hf.id, channel, caller.name)
-        return hf, created
+        delivery = self.jobs.delivery(hf, now) if platform.posts else []
+        hf, opened = await self.store.create(
+            hf,
+            fingerprint(caller.name, channel, message, schema),
+            timeout_reason(hf.timeout_seconds),
+            delivery,
+        )
+        logger.info("%s hf=%s channel=%s requester=%s", opened.value, hf.id, channel, caller.name)
+        return hf, opened
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
         """Record a person's answer to ``hf`` if it is the first and valid; otherwise raise and change
@@ -117,7 +117,7 @@ class HumanFunctionService:
             via=answer.via,
             at=self.clock(),
         )
-        hf = await self._end(hf, outcome)
+        hf = await self._end(hf, outcome, retain=True)
         if hf.status is Status.EXPIRED:
             raise ExpiredError("this request expired before the answer arrived")
         logger.info(
@@ -138,28 +138,36 @@ class HumanFunctionService:
             via=AGENT_VIA,
             at=self.clock(),
         )
-        return await self._end(hf, outcome)
+        return await self._end(hf, outcome, retain=False)
 
-    async def expire(self, hf_id: str) -> HumanFunction:
+    async def expire(self, hf: HumanFunction) -> HumanFunction:
         """End a Human Function whose deadline passed (raises if it had ended already)."""
-        hf = await self.store.get(hf_id)
-        return await self._end(hf, self._expired(hf))
+        return await self._end(hf, self.expired_outcome(hf), retain=False)
 
     async def reap(self) -> int:
-        """Expire every overdue pending Human Function; returns how many this pass ended."""
-        ended = 0
-        for hf_id in await self.store.due(self.clock(), REAP_BATCH):
-            try:
-                await self.expire(hf_id)
-                ended += 1
-            except (UnknownRequestError, ClosedError):
-                # Gone, or ended by a process that died before updating the index: a stale entry.
-                await self.store.drop_pending(hf_id)
-            except Exception:
-                logger.exception("reaper failed hf=%s", hf_id)
-        return ended
+        """Expire every overdue pending Human Function, however many, and queue the updates of
+        their messages; returns how many index entries were due."""
+        due = 0
+        while True:
+            reaped = await self.store.reap(self.clock())
+            due += reaped.due
+            if reaped.expired:
+                ENDED.labels(status=Status.EXPIRED.value).inc(reaped.expired)
+            if reaped.to_update:
+                await self.queue_updates(reaped.to_update)
+            if reaped.due < REAP_BATCH:
+                return due
 
-    def _expired(self, hf: HumanFunction) -> Outcome:
+    async def queue_updates(self, ended: list[tuple[str, str]]) -> None:
+        """Queue the update jobs of ended functions (id, channel), in one round trip."""
+        async with self.store.redis.pipeline(transaction=False) as pipe:
+            for hf_id, channel in ended:
+                for command in self.jobs.update(hf_id, channel):
+                    pipe.execute_command(*command)
+            await pipe.execute()
+
+    def expired_outcome(self, hf: HumanFunction) -> Outcome:
+        """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."."""
         return Outcome(
             status=Status.EXPIRED,
             action=Action.CANCEL,
@@ -168,11 +176,20 @@ class HumanFunctionService:
             at=self.clock(),
         )
 
-    async def _end(self, hf: HumanFunction, outcome: Outcome) -> HumanFunction:
-        ended = await self.store.finish(hf.id, outcome, self._expired(hf))
+    async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
+        update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
+        ended = await self.store.finish(
+            hf.id,
+            outcome,
+            self.expired_outcome(hf),
+            update,
+            retain=retain and self.settings.result_retention > 0,
+        )
         ENDED.labels(status=ended.status.value).inc()
-        # Only a posted message needs updating. A delivery still in flight has no refs yet; the
-        # deliver job re-reads the function after posting and updates the message itself.
-        if ended.refs:
-            await self.dispatcher.update(ended)
         return ended
+
+
+def get_channel_posts(channel: str) -> bool:
+    """Whether ``channel`` posts messages that show a request (and so need updating when it ends)."""
+    platform = CHANNELS.get(channel)
+    return platform is not None and platform.posts

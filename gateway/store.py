@@ -1,58 +1,79 @@
-"""Human Functions in Redis: create, read, end exactly once, and the pending index.
+"""Human Functions in Redis: create, read, end exactly once, expire what is overdue.
 
-Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Terminal transitions
-run in one Lua script: the first wins, later ones are refused and change nothing.
+Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Every change of state
+is one Lua script (``gateway.store_scripts``): the first terminal transition wins, and every
+ending writes its event to the stream that wakes waiting calls, in the same atomic step. Redis
+errors that mean "unreachable" surface as ``StoreUnavailableError``.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import hmac
 import json
 import logging
-from typing import Any
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from schemas.errors import AlreadyAnsweredError, ExpiredError, UnknownRequestError
+from gateway import store_scripts as scripts
+from gateway.queue import Command, flatten
+from gateway.redis_client import is_unavailable
+from schemas.errors import AlreadyAnsweredError, ExpiredError, StoreUnavailableError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 
 logger = logging.getLogger(__name__)
 
-FINISH_SCRIPT = """
--- KEYS[1]: the Human Function hash.
--- ARGV: status, outcome JSON, now, events channel, id, expired-outcome JSON.
--- An answer that arrives after the deadline ends the function as expired instead.
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return {'missing', ''} end
-if status ~= 'pending' then
-  return {status, redis.call('HGET', KEYS[1], 'outcome') or ''}
-end
-local new_status, outcome = ARGV[1], ARGV[2]
-if new_status ~= 'expired' and tonumber(ARGV[3]) >= tonumber(redis.call('HGET', KEYS[1], 'deadline')) then
-  new_status, outcome = 'expired', ARGV[6]
-end
-redis.call('HSET', KEYS[1], 'status', new_status, 'outcome', outcome)
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return {'ok', redis.call('HGETALL', KEYS[1])}
-"""
-"""End a pending Human Function atomically; returns {'ok', the ended hash} or {old status, old outcome}."""
+REAP_BATCH = 500
+"""Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
 
-REPLACE_IF_EQUAL_SCRIPT = """
--- KEYS[1]: an attach key. ARGV: expected id, new id, expiry (ms since epoch).
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
-  return 1
-end
-return 0
-"""
-"""Point an attach key at a new Human Function only if it still names the ended one."""
+MAX_TOKEN_LENGTH = 200
+"""Longest form token looked up at all (ids are 16 characters, secrets 32)."""
 
-DELETE_IF_EQUAL_SCRIPT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-"""Free an attach key once its Human Function ended, unless it already names a newer one."""
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _unavailable_as_error(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Turn "Redis unreachable" errors into ``StoreUnavailableError`` (callers retry or say so)."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(*args, **kwargs)
+        except Exception as exc:
+            if is_unavailable(exc):
+                raise StoreUnavailableError(f"Redis is unavailable ({type(exc).__name__}: {exc})") from exc
+            raise
+
+    return wrapper
+
+
+class Opened(enum.Enum):
+    """What ``create`` did with a new request."""
+
+    CREATED = "created"
+    """Stored, and its delivery queued."""
+    ATTACHED = "attached"
+    """An identical request is pending: this call waits on it (nothing new is posted)."""
+    RETAINED = "retained"
+    """An identical request was answered and no call had returned it: its result is handed out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reaped:
+    """One pass of the reaper: how many index entries were due, how many requests it ended, and
+    (id, channel) of those whose messages need updating."""
+
+    due: int
+    expired: int
+    to_update: list[tuple[str, str]]
 
 
 def _doc(hf: HumanFunction) -> str:
@@ -73,50 +94,41 @@ def _doc(hf: HumanFunction) -> str:
 class HumanFunctionStore:
     """All reads and writes of Human Functions; every key it writes has a TTL."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, *, retention: float = 0.0) -> None:
         self.redis = redis
-        self._finish = redis.register_script(FINISH_SCRIPT)
-        self._replace = redis.register_script(REPLACE_IF_EQUAL_SCRIPT)
-        self._release = redis.register_script(DELETE_IF_EQUAL_SCRIPT)
+        self.retention = retention
+        self._create = redis.register_script(scripts.CREATE)
+        self._finish = redis.register_script(scripts.FINISH)
+        self._reap = redis.register_script(scripts.REAP)
+        self._note = redis.register_script(scripts.NOTE)
 
-    async def create(self, hf: HumanFunction, fingerprint: str) -> tuple[HumanFunction, bool]:
-        """Store ``hf`` unless a pending one with the same fingerprint exists; returns (hf, created)."""
-        key = keys.human_function(hf.id)
-        expire_at_ms = int((hf.deadline + keys.RESULT_GRACE_SECONDS) * 1000)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "doc": _doc(hf),
-                    "status": hf.status.value,
-                    "deadline": repr(hf.deadline),
-                    "fingerprint": fingerprint,
-                },
-            )
-            pipe.pexpireat(key, expire_at_ms)
-            await pipe.execute()
-        attach_key = keys.attach(fingerprint)
-        deadline_ms = int(hf.deadline * 1000)
-        for _ in range(3):
-            if await self.redis.set(attach_key, hf.id, nx=True, pxat=deadline_ms):
-                await self.redis.zadd(keys.PENDING, {hf.id: hf.deadline})
-                return hf, True
-            existing_id = await self.redis.get(attach_key)
-            if existing_id is None:
-                continue
-            existing_id = _text(existing_id)
-            try:
-                existing = await self.get(existing_id)
-            except UnknownRequestError:
-                existing = None
-            if existing is not None and existing.is_pending:
-                await self.redis.delete(key)
-                return existing, False
-            if await self._replace(keys=[attach_key], args=[existing_id, hf.id, deadline_ms]):
-                await self.redis.zadd(keys.PENDING, {hf.id: hf.deadline})
-                return hf, True
-        raise RuntimeError(f"hf={hf.id} could not claim its attach key")  # pragma: no cover - contention
+    @_unavailable_as_error
+    async def create(
+        self, hf: HumanFunction, fingerprint: str, expire_reason: str, delivery: list[Command]
+    ) -> tuple[HumanFunction, Opened]:
+        """Store ``hf`` and queue ``delivery`` in one step, unless an identical request exists (see
+        ``Opened``); returns the request the call is about, and what happened."""
+        keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
+        verdict, fields = await self._create(
+            keys=[keys.human_function(hf.id), keys.attach(fingerprint), keys.PENDING],
+            args=[
+                hf.id,
+                _doc(hf),
+                repr(hf.deadline),
+                fingerprint,
+                expire_reason,
+                int((hf.deadline + keep) * 1000),
+                int(hf.deadline * 1000),
+                keys.HF_PREFIX,
+                *flatten(delivery),
+            ],
+        )
+        opened = Opened(_text(verdict))
+        if opened is Opened.CREATED:
+            return hf, opened
+        return _load(_pairs(fields)), opened
 
+    @_unavailable_as_error
     async def get(self, hf_id: str) -> HumanFunction:
         """The whole Human Function; ``UnknownRequestError`` if there is none (or it expired away)."""
         fields = await self.redis.hgetall(keys.human_function(hf_id))
@@ -127,7 +139,7 @@ class HumanFunctionStore:
     async def get_by_token(self, token: str) -> HumanFunction:
         """The Human Function a form token opens; the secret is compared in constant time."""
         hf_id, _, secret = token.partition(".")
-        if not hf_id or not secret or len(token) > 200:
+        if not hf_id or not secret or len(token) > MAX_TOKEN_LENGTH:
             raise UnknownRequestError("this link is not valid")
         try:
             hf = await self.get(hf_id)
@@ -137,77 +149,111 @@ class HumanFunctionStore:
             raise UnknownRequestError("this link is not valid or has expired")
         return hf
 
-    async def poll(self, hf_id: str) -> tuple[Status | None, str | None]:
-        """One cheap read for the waiting loop: (status, delivery error); status None once gone."""
-        status, error = await self.redis.hmget(keys.human_function(hf_id), ["status", "delivery_error"])
-        return (
-            None if status is None else Status(_text(status)),
-            None if error is None else _text(error),
-        )
-
-    async def finish(self, hf_id: str, outcome: Outcome, expired: Outcome) -> HumanFunction:
+    @_unavailable_as_error
+    async def finish(
+        self, hf_id: str, outcome: Outcome, expired: Outcome, update: list[Command], *, retain: bool
+    ) -> HumanFunction:
         """End a pending function with ``outcome``, or with ``expired`` if its deadline has passed.
 
-        Returns the ended function (its status says which of the two happened). Raises
-        ``AlreadyAnsweredError`` / ``ExpiredError`` if it had ended before, and changes nothing.
+        ``update`` (the update job) is queued when a message may show the request; ``retain`` keeps
+        the result for the next identical call until one returns it. Returns the ended function
+        (its status says which outcome won). Raises ``AlreadyAnsweredError`` / ``ExpiredError`` if
+        it had ended before, and changes nothing.
         """
-        key = keys.human_function(hf_id)
         result = await self._finish(
-            keys=[key],
+            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS, keys.UNSYNCED],
             args=[
+                hf_id,
                 outcome.status.value,
                 outcome.model_dump_json(),
                 repr(outcome.at),
-                keys.EVENTS,
-                hf_id,
                 expired.model_dump_json(),
+                int(self.retention * 1000) if retain else 0,
+                keys.ATTACH_PREFIX,
+                keys.EVENTS_KEEP_SECONDS,
+                *flatten(update),
             ],
         )
         verdict, detail = _text(result[0]), result[1]
         if verdict == "missing":
             raise UnknownRequestError(f"no request with id {hf_id!r} (it may have expired)")
         if verdict != "ok":
-            raise _closed_error(Outcome.model_validate_json(_text(detail)))
-        fields = dict(zip(detail[::2], detail[1::2], strict=True))
-        await self._forget_pending(hf_id, fields.get(b"fingerprint", fields.get("fingerprint")))
-        return _load(fields)
+            raise closed_error(Outcome.model_validate_json(_text(detail)))
+        return _load(_pairs(detail))
 
-    async def _forget_pending(self, hf_id: str, fingerprint: Any) -> None:
-        """Take an ended function out of the pending index and free its attach key (one round trip).
+    @_unavailable_as_error
+    async def reap(self, now: float) -> Reaped:
+        """Expire up to ``REAP_BATCH`` overdue pending functions in one step."""
+        due, expired, flat = await self._reap(
+            keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED],
+            args=[repr(now), REAP_BATCH, keys.HF_PREFIX, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS],
+        )
+        pairs = [(_text(i), _text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
+        return Reaped(int(due), int(expired), pairs)
 
-        Not atomic with ``finish`` (the index is global, the attach key in another slot): a process
-        that dies in between leaves a stale index entry, which the reaper drops."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zrem(keys.PENDING, hf_id)
-            if fingerprint is not None:
-                await self._release(keys=[keys.attach(_text(fingerprint))], args=[hf_id], client=pipe)
-            await pipe.execute()
+    @_unavailable_as_error
+    async def note_delivery(self, hf_id: str, note: str | None) -> None:
+        """Record (or clear, with ``None``) what went wrong delivering a pending request; its waiting
+        calls hear of it at once."""
+        await self._note(
+            keys=[keys.human_function(hf_id), keys.EVENTS],
+            args=[hf_id, (note or "")[:500], keys.EVENTS_KEEP_SECONDS],
+        )
 
-    async def drop_pending(self, hf_id: str) -> None:
-        """Remove an id from the pending index (its keys are gone)."""
-        await self.redis.zrem(keys.PENDING, hf_id)
+    @_unavailable_as_error
+    async def mark_returned(self, hf_id: str) -> None:
+        """A call returned this function's result: an identical call now asks again."""
+        await self.redis.hset(keys.human_function(hf_id), "returned", "1")
 
+    @_unavailable_as_error
     async def set_refs(self, hf_id: str, refs: dict[str, Any]) -> None:
         """Record where a channel posted the request (message ids), for later updates."""
         await self.redis.hset(keys.human_function(hf_id), mapping={"refs": json.dumps(refs)})
 
+    @_unavailable_as_error
+    async def set_refs_if_missing(self, hf_id: str, refs: dict[str, Any]) -> bool:
+        """Record references learnt from a platform callback, unless some are recorded already."""
+        return bool(await self.redis.hsetnx(keys.human_function(hf_id), "refs", json.dumps(refs)))
+
+    @_unavailable_as_error
     async def count_delivery_attempt(self, hf_id: str) -> int:
         """Count one more start of the deliver job; returns the count including this one."""
         return int(await self.redis.hincrby(keys.human_function(hf_id), "attempts", 1))
 
-    async def set_delivery_error(self, hf_id: str, error: str | None) -> None:
-        """Record (or clear) why delivery failed, so the waiting agent is told."""
-        key = keys.human_function(hf_id)
-        if error is None:
-            await self.redis.hdel(key, "delivery_error")
-        else:
-            await self.redis.hset(key, mapping={"delivery_error": error[:500]})
+    @_unavailable_as_error
+    async def synced(self, hf_id: str) -> None:
+        """The channel message shows ``hf_id``'s outcome: nothing left to update."""
+        await self.redis.zrem(keys.UNSYNCED, hf_id)
 
-    async def due(self, now: float, limit: int = 100) -> list[str]:
-        """Ids of pending functions whose deadline has passed (for the reaper)."""
-        ids = await self.redis.zrangebyscore(keys.PENDING, "-inf", now, start=0, num=limit)
-        return [_text(i) for i in ids]
+    @_unavailable_as_error
+    async def unsynced_before(self, when: float, limit: int = 100) -> list[tuple[str, str]]:
+        """(id, channel) of ended functions whose message was still not updated at ``when``."""
+        ids = [_text(i) for i in await self.redis.zrangebyscore(keys.UNSYNCED, "-inf", when, 0, limit)]
+        found = []
+        for hf_id in ids:
+            try:
+                found.append((hf_id, (await self.get(hf_id)).channel))
+            except UnknownRequestError:
+                await self.redis.zrem(keys.UNSYNCED, hf_id)
+        return found
 
+    @_unavailable_as_error
+    async def states(self, hf_ids: list[str]) -> dict[str, tuple[Status | None, str | None, str | None]]:
+        """(status, outcome JSON, delivery note) of each id, in one round trip; status None if gone."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for hf_id in hf_ids:
+                pipe.hmget(keys.human_function(hf_id), ["status", "outcome", "delivery_error"])
+            rows = await pipe.execute()
+        return {
+            hf_id: (
+                None if status is None else Status(_text(status)),
+                None if outcome is None else _text(outcome),
+                None if note is None else _text(note),
+            )
+            for hf_id, (status, outcome, note) in zip(hf_ids, rows, strict=True)
+        }
+
+    @_unavailable_as_error
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
         return [_text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]
@@ -215,6 +261,10 @@ class HumanFunctionStore:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(flat: list[Any]) -> dict[Any, Any]:
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _load(fields: dict[Any, Any]) -> HumanFunction:
@@ -230,7 +280,8 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
     return HumanFunction.model_validate(doc)
 
 
-def _closed_error(outcome: Outcome) -> AlreadyAnsweredError | ExpiredError:
+def closed_error(outcome: Outcome) -> AlreadyAnsweredError | ExpiredError:
+    """The error telling someone that a request already ended, and how."""
     if outcome.status is Status.EXPIRED:
         return ExpiredError("this request has expired")
     verb = {Status.ACCEPTED: "answered", Status.DECLINED: "declined", Status.CANCELED: "canceled"}[

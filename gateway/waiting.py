@@ -1,16 +1,29 @@
-"""The wait of one call for its Human Function to end: poll Redis, wake early on pub/sub."""
+"""The wait of one call for its Human Function to end.
+
+The call reads nothing from Redis while it waits: the process's one events reader
+(``gateway.events``) hands it the outcome the moment the request ends, and between events the
+call only wakes on a timer to report progress. A Redis outage therefore cannot end a call; only
+an outcome or the deadline can. At the deadline the call records the expiry itself (the reaper
+would, within a second); if Redis is unreachable then, the call still ends on time with the
+timeout result, and the reaper records it once Redis is back.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from channels.display import AGENT_VIA
+from gateway.events import Events
 from gateway.service import HumanFunctionService
-from gateway.wakeups import Wakeups
-from schemas.errors import ClosedError, UnknownRequestError
-from schemas.models import HumanFunction
+from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestError
+from schemas.models import HumanFunction, Outcome
+
+logger = logging.getLogger(__name__)
+
+NOT_A_PERSON = {"timeout", AGENT_VIA}
+"""``Outcome.via`` of endings no person made (their results are never kept for a later call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,40 +33,64 @@ class Tick:
     hf: HumanFunction
     seconds_left: float
     delivery_error: str | None
+    store_available: bool = True
 
 
 OnTick = Callable[[Tick], Awaitable[None]]
 
 
-async def wait_for_end(
-    service: HumanFunctionService, wakeups: Wakeups, hf: HumanFunction, on_tick: OnTick
-) -> HumanFunction:
-    """Wait until ``hf`` ends (answered, expired or withdrawn) and return it as it ended.
+class GatewayStopping(Exception):
+    """This gateway process is shutting down: the call ends, its request stays pending."""
 
-    Checks Redis every poll interval and whenever the shared subscription says ``hf`` ended; at
-    the deadline it expires ``hf`` itself (the reaper does the same for calls nobody waits on).
-    Cancelling this coroutine (client gone) leaves ``hf`` pending for a later re-attach.
+
+async def wait_for_end(
+    service: HumanFunctionService, events: Events, hf: HumanFunction, on_tick: OnTick
+) -> Outcome:
+    """Wait until ``hf`` ends (answered, expired or withdrawn) and return how it ended.
+
+    Reports a tick at once and then every poll interval. Cancelling this coroutine (client gone)
+    leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``.
     """
-    store = service.store
-    poll_interval = service.settings.poll_interval
-    wake = wakeups.watch(hf.id)
+    waiter = events.watch(hf.id, hf.delivery_error)
     try:
-        while True:
-            wake.clear()
-            status, delivery_error = await store.poll(hf.id)
-            if status is None:
-                raise UnknownRequestError(f"request {hf.id} is gone (its keys expired)")
-            if not status.is_terminal:
-                now = service.clock()
-                left = hf.deadline - now
-                if left <= 0:
-                    with contextlib.suppress(ClosedError):
-                        return await service.expire(hf.id)
-                    return await store.get(hf.id)
-                await on_tick(Tick(hf, left, delivery_error))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=min(poll_interval, left))
-                continue
-            return await store.get(hf.id)
+        interval = service.settings.poll_interval
+        while waiter.ended is None:
+            if events.stopping:
+                raise GatewayStopping(hf.id)
+            left = hf.deadline - service.clock()
+            if left <= 0:
+                return await _expire(service, hf)
+            await on_tick(Tick(hf, left, waiter.note, events.available))
+            if waiter.ended is None:
+                await waiter.sleep(min(interval, left))
+        outcome = waiter.ended
     finally:
-        wakeups.unwatch(hf.id, wake)
+        events.unwatch(waiter)
+    await returned(service, hf, outcome)
+    return outcome
+
+
+async def returned(service: HumanFunctionService, hf: HumanFunction, outcome: Outcome) -> None:
+    """Note that a call returns a person's answer, so an identical call asks again instead of
+    receiving it a second time (best effort: at worst it is handed out twice, never lost)."""
+    if outcome.via in NOT_A_PERSON:
+        return
+    try:
+        await service.store.mark_returned(hf.id)
+    except StoreUnavailableError as exc:
+        logger.warning("could not mark the result returned hf=%s channel=%s: %s", hf.id, hf.channel, exc)
+
+
+async def _expire(service: HumanFunctionService, hf: HumanFunction) -> Outcome:
+    try:
+        ended = await service.expire(hf)
+    except ClosedError:
+        try:  # ended an instant ago by someone else; its event is on its way, but read it now
+            ended = await service.store.get(hf.id)
+        except (StoreUnavailableError, UnknownRequestError):
+            return service.expired_outcome(hf)
+    except StoreUnavailableError:
+        logger.warning("deadline passed while Redis is unavailable hf=%s channel=%s", hf.id, hf.channel)
+        return service.expired_outcome(hf)
+    assert ended.outcome is not None
+    return ended.outcome

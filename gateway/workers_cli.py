@@ -5,13 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 
-from redis import Redis as SyncRedis
-from rq import Queue, Worker
-from rq.serializers import JSONSerializer
-
 from channels.registry import configured_channels
 from gateway.local import running_embedded_url
-from gateway.queue import queue_name
+from gateway.rq_worker import run_worker
 from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
 
 logger = logging.getLogger(__name__)
@@ -34,9 +30,5 @@ def run_workers(channels_arg: str | None, *, burst: bool) -> int:
             return 2
     else:
         channels = configured_channels(settings)
-    connection = SyncRedis.from_url(url)
-    queues = [Queue(queue_name(c), connection=connection, serializer=JSONSerializer) for c in channels]
-    logger.info("worker on queues %s", ", ".join(q.name for q in queues))
-    worker = Worker(queues, connection=connection, serializer=JSONSerializer)
-    worker.work(burst=burst, with_scheduler=not burst)
+    run_worker(url, channels, burst=burst)
     return 0

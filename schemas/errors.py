@@ -11,6 +11,7 @@
      ├── ClosedError              the Human Function already ended
      │    ├── AlreadyAnsweredError    someone answered first
      │    └── ExpiredError            the deadline passed
+     ├── StoreUnavailableError    Redis cannot be reached right now (retry in a few seconds)
      └── DeliveryError            a channel could not deliver or update (``retryable``)
 
 Every message names the field and the rule, so it can be shown to a person or an agent as is.
@@ -83,6 +84,11 @@ class AlreadyAnsweredError(ClosedError):
 
 class ExpiredError(ClosedError):
     """The deadline passed before this answer arrived."""
+
+
+class StoreUnavailableError(HumangateError):
+    """Redis did not answer (down, restarting, unreachable or too slow); nothing was changed that
+    the caller cannot safely repeat. Retryable: the same call a few seconds later is correct."""
 
 
 class DeliveryError(HumangateError):

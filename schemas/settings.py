@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     anonymous_timeout: float = Field(180.0, gt=0)
     authenticated_timeout: float = Field(300.0, gt=0)
     poll_interval: float = Field(5.0, gt=0)
+    result_retention: float = Field(3600.0, ge=0)
+    """Seconds a person's answer that no call has returned yet is kept for the next identical call
+    (0: never kept; such a call then asks again)."""
 
     max_properties: int = Field(32, gt=0)
     max_options: int = Field(100, gt=0)

@@ -1,5 +1,5 @@
-"""Shared fixtures: a real Redis server for the session, a real gateway process per test, and a real
-headless Chromium (see ``tests/browser.py``)."""
+"""Shared fixtures: a real Redis server for the session, a real gateway process per test, a real
+headless Chromium (see ``tests/browser.py``), and the fake platform APIs (``tests/fakes``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from playwright.async_api import Browser, BrowserContext
 from gateway.embedded import EmbeddedRedis, free_port
 from schemas.settings import Settings, override_settings
 from tests.browser import OpenPage, Watched, launch_chromium, watch
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.slack import FakeSlack
 
 START_TIMEOUT = 30.0
 """Seconds a gateway process may take to answer /healthz."""
@@ -104,8 +106,11 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
     """Start real gateway processes (``humangate serve --worker``); all are stopped after the test."""
     started: list[GatewayProcess] = []
 
-    def start(port: int | None = None, *, embedded: bool = False, **env: str) -> GatewayProcess:
-        """``embedded=True`` runs ``serve`` as the README does: no Redis URL, no flags."""
+    def start(
+        port: int | None = None, *, embedded: bool = False, worker: bool = True, **env: str
+    ) -> GatewayProcess:
+        """``embedded=True`` runs ``serve`` as the README does: no Redis URL, no flags;
+        ``worker=False`` leaves delivery to separate ``humangate worker`` processes."""
         port = port or free_port()
         log = tmp_path / f"gateway-{port}-{len(started)}.log"
         full_env = _clean_env() | {
@@ -115,7 +120,7 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
         args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)]
         if not embedded:
             full_env["HUMANGATE_REDIS_URL"] = redis_url
-            args.append("--worker")
+            args.append("--worker" if worker else "--no-worker")
         full_env |= env
         with log.open("wb") as sink:
             process = subprocess.Popen(
@@ -141,6 +146,62 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
         gateway.stop()
 
 
+@dataclass
+class WorkerProcess:
+    """A ``humangate worker`` child process, in a process group of its own."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group, as an OOM killer or a crash would."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM (a warm stop: the job in flight finishes); the exit status."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+StartWorker = Callable[..., WorkerProcess]
+
+
+@pytest.fixture
+def start_worker(redis_url: str, tmp_path: Path) -> Iterator[StartWorker]:
+    """Start real ``humangate worker --channels ...`` processes; all are killed after the test."""
+    started: list[WorkerProcess] = []
+
+    def start(channels: str, *, redis: str | None = None, **env: str) -> WorkerProcess:
+        log = tmp_path / f"worker-{len(started)}.log"
+        full_env = _clean_env() | {"HUMANGATE_REDIS_URL": redis or redis_url} | env
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "gateway.cli", "worker", "--channels", channels],
+                env=full_env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        worker = WorkerProcess(process, log)
+        started.append(worker)
+        deadline = time.monotonic() + START_TIMEOUT
+        while "on queues" not in worker.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker did not start:\n{worker.output()}")
+            time.sleep(0.05)  # readiness polling of a child process, bounded by the deadline
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     """Debian's Chromium, headless, for one test."""
@@ -161,3 +222,18 @@ async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
     yield open_
     for context in contexts:
         await context.close()
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    """A fake Slack Web API (point a gateway at it with ``**slack.env()``)."""
+    with FakeSlack().running() as fake:
+        yield fake
+
+
+@pytest.fixture
+def discord() -> Iterator[FakeDiscord]:
+    """A fake Discord REST API (point a gateway at it with ``**discord.env()``)."""
+    fake = FakeDiscord()
+    with fake.server.running():
+        yield fake

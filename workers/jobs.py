@@ -1,55 +1,85 @@
 """The RQ jobs of humangate. No business rules here: load, call the channel, record.
 
-RQ calls these synchronously in a worker; each runs its async body in a fresh event loop with its
-own Redis connection, so the same async store and channel clients serve gateway and workers.
+RQ calls these synchronously in a worker; each hands its async body to the process's long-lived
+job loop (``workers.loop``), which holds the Redis connections and platform clients.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
 
-from redis.asyncio import Redis
+from rq import get_current_job
+from rq.exceptions import AbandonedJobError
+from rq.timeouts import JobTimeoutException
 
 from channels.base import RenderContext
 from channels.registry import CHANNELS
 from gateway.links import form_url
+from gateway.queue import DELIVERY_RETRY_INTERVALS, JOB_TIMEOUT
 from gateway.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
-from schemas.settings import Settings, get_settings
+from workers.loop import JobLoop, job_loop
 
 logger = logging.getLogger(__name__)
+
+WORK_TIMEOUT = JOB_TIMEOUT - 10
+"""Seconds a job's async work may take; less than RQ's job timeout, so the job itself reports it."""
 
 
 def deliver(hf_id: str) -> str:
     """Post a Human Function on its channel, once: a retried job never posts a second message."""
-    return asyncio.run(_deliver(hf_id, get_settings()))
+    loop = job_loop()
+    return loop.run(_deliver(loop, hf_id, _retries_left()), WORK_TIMEOUT)
 
 
 def update(hf_id: str) -> str:
     """Show an ended Human Function's outcome on its channel and disable the inputs."""
-    return asyncio.run(_update(hf_id, get_settings()))
+    loop = job_loop()
+    return loop.run(_update(loop, hf_id), WORK_TIMEOUT)
 
 
 def delivery_failed(job: Any, connection: Any, exc_type: Any, value: Any, traceback: Any) -> None:
-    """RQ failure callback: record why delivery failed so the waiting agent hears of it."""
+    """RQ failure callback: tell the waiting agent what went wrong, unless the job already did."""
+    if isinstance(value, DeliveryError):
+        return  # the job recorded its own note
     hf_id = str(job.args[0])
-    message = f"delivery failed: {value}"
-    logger.warning("delivery failed hf=%s: %s", hf_id, value)
-    asyncio.run(_record_failure(hf_id, message, get_settings()))
+    if isinstance(value, AbandonedJobError):
+        what = "the worker delivering it stopped"
+    elif isinstance(value, JobTimeoutException | TimeoutError):
+        what = f"it took longer than {JOB_TIMEOUT} s"
+    else:
+        what = f"an unexpected error ({type(value).__name__}: {value})"
+    retries = int(job.retries_left or 0)
+    note = f"delivery failed: {what}; " + (
+        "retrying" if retries else "gave up (no retries left); see the worker's log"
+    )
+    logger.warning("delivery failed hf=%s: %s", hf_id, note)
+    loop = job_loop()
+    loop.run(loop.store.note_delivery(hf_id, note), WORK_TIMEOUT)
 
 
-def _redis(settings: Settings) -> Redis:
-    if settings.redis_url is None:
-        raise RuntimeError("workers need HUMANGATE_REDIS_URL")
-    return Redis.from_url(settings.redis_url, socket_timeout=10)
+def _retries_left() -> int | None:
+    """Retries RQ still has for the running job; ``None`` when not run by RQ (the caller retries)."""
+    job = get_current_job()
+    return None if job is None else int(job.retries_left or 0)
 
 
-def _context(hf: HumanFunction, settings: Settings) -> RenderContext:
-    return RenderContext(form_url=form_url(settings, hf), now=time.time())
+def delivery_note(channel: str, error: DeliveryError, attempt: int, retries_left: int | None) -> str:
+    """What the waiting agent is told about a failed delivery attempt: what failed, and whether it
+    is retried or given up."""
+    if not error.retryable:
+        return f"delivery to {channel} failed: {error}; not retrying (fix this, then ask again)"
+    if retries_left is None or retries_left:
+        wait = DELIVERY_RETRY_INTERVALS[min(attempt, len(DELIVERY_RETRY_INTERVALS)) - 1]
+        return f"delivery to {channel} failed (attempt {attempt}): {error}; retrying in {wait} s"
+    return f"delivery to {channel} gave up after {attempt} attempts: {error}"
+
+
+def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:
+    return RenderContext(form_url=form_url(loop.settings, hf), now=time.time())
 
 
 async def _load(store: HumanFunctionStore, hf_id: str) -> HumanFunction | None:
@@ -59,52 +89,58 @@ async def _load(store: HumanFunctionStore, hf_id: str) -> HumanFunction | None:
         return None
 
 
-async def _deliver(hf_id: str, settings: Settings) -> str:
-    async with _redis(settings) as redis:
-        store = HumanFunctionStore(redis)
-        hf = await _load(store, hf_id)
-        if hf is None:
-            return "gone"
-        if not hf.is_pending:
-            return "ended before delivery"
-        if hf.refs:
-            return "already delivered"
-        attempts = await store.count_delivery_attempt(hf_id)
-        hf = hf.model_copy(update={"delivery_attempts": attempts})
-        channel = CHANNELS[hf.channel]
-        async with channel.connect(settings) as client:
-            try:
-                refs = await channel.deliver(hf, _context(hf, settings), client)
-            except DeliveryError as exc:
-                await store.set_delivery_error(hf_id, str(exc))
-                logger.warning(
-                    "delivery error hf=%s channel=%s retryable=%s", hf_id, hf.channel, exc.retryable
-                )
-                if exc.retryable:
-                    raise
-                return "failed"
+async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
+    store = loop.store
+    hf = await _load(store, hf_id)
+    if hf is None:
+        return "gone"
+    if not hf.is_pending:
+        return "ended before delivery"  # an update job shows the outcome if an attempt posted
+    if hf.refs:
+        return "already delivered"
+    attempt = await store.count_delivery_attempt(hf_id)
+    hf = hf.model_copy(update={"delivery_attempts": attempt})
+    channel = CHANNELS[hf.channel]
+    client = await loop.client(hf.channel)
+    try:
+        refs = await channel.deliver(hf, _context(hf, loop), client)
+    except DeliveryError as exc:
+        note = delivery_note(hf.channel, exc, attempt, retries_left)
+        await store.note_delivery(hf_id, note)
+        logger.warning("hf=%s channel=%s %s", hf_id, hf.channel, note)
+        if exc.retryable and (retries_left is None or retries_left):
+            raise
+        return "failed"
+    await store.set_refs(hf_id, refs)
+    if hf.delivery_error:
+        await store.note_delivery(hf_id, None)
+    logger.info("delivered hf=%s channel=%s attempt=%d", hf_id, hf.channel, attempt)
+    # It may have ended while we posted, before the refs existed for the update job.
+    hf = await store.get(hf_id)
+    if not hf.is_pending:
+        await channel.update(hf, _context(hf, loop), client)
+        await store.synced(hf_id)
+    return "delivered"
+
+
+async def _update(loop: JobLoop, hf_id: str) -> str:
+    store = loop.store
+    hf = await _load(store, hf_id)
+    if hf is None:
+        await store.synced(hf_id)
+        return "gone"
+    if hf.is_pending:
+        return "still pending"
+    channel = CHANNELS[hf.channel]
+    client = await loop.client(hf.channel)
+    if not hf.refs and hf.delivery_attempts:
+        # A delivery may have posted without recording where (its worker stopped in between).
+        refs = await channel.find_post(hf, client)
+        if refs:
             await store.set_refs(hf_id, refs)
-            await store.set_delivery_error(hf_id, None)
-            logger.info("delivered hf=%s channel=%s", hf_id, hf.channel)
-            # It may have ended while we posted, before the refs existed for the update job.
-            hf = await store.get(hf_id)
-            if not hf.is_pending:
-                await channel.update(hf, _context(hf, settings), client)
-        return "delivered"
-
-
-async def _update(hf_id: str, settings: Settings) -> str:
-    async with _redis(settings) as redis:
-        hf = await _load(HumanFunctionStore(redis), hf_id)
-        if hf is None:
-            return "gone"
-        channel = CHANNELS[hf.channel]
-        async with channel.connect(settings) as client:
-            await channel.update(hf, _context(hf, settings), client)
+            hf = hf.model_copy(update={"refs": refs})
+    if hf.refs:
+        await channel.update(hf, _context(hf, loop), client)
         logger.info("updated hf=%s channel=%s status=%s", hf_id, hf.channel, hf.status)
-        return "updated"
-
-
-async def _record_failure(hf_id: str, message: str, settings: Settings) -> None:
-    async with _redis(settings) as redis:
-        await HumanFunctionStore(redis).set_delivery_error(hf_id, message)
+    await store.synced(hf_id)
+    return "updated" if hf.refs else "nothing posted"

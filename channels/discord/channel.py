@@ -44,6 +44,7 @@ class DiscordChannel:
     """Discord through a bot token (REST) and an interactions endpoint (answers)."""
 
     name = "discord"
+    posts = True
 
     def missing_settings(self, settings: Settings) -> list[str]:
         token = settings.discord_bot_token
@@ -72,6 +73,9 @@ class DiscordChannel:
             yield rest
         finally:
             await rest.close()
+
+    async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
+        return await _earlier_post(client, hf)
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> dict[str, Any]:
         rest: DiscordRest = client

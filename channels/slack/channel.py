@@ -66,6 +66,7 @@ class SlackChannel:
     """Slack through slack-sdk (Web API) and slack-bolt (interactivity: ``gateway.inbound.slack``)."""
 
     name = "slack"
+    posts = True
 
     def missing_settings(self, settings: Settings) -> list[str]:
         required = {
@@ -100,9 +101,12 @@ class SlackChannel:
             )
             yield SlackClient(api, settings.slack_channel or "")
 
+    async def find_post(self, hf: HumanFunction, client: SlackClient) -> dict[str, Any] | None:
+        return await find_earlier_post(client.api, client.target, hf, EVENT_TYPE)
+
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: SlackClient) -> dict[str, Any]:
         if hf.delivery_attempts > 1:
-            refs = await find_earlier_post(client.api, client.target, hf, EVENT_TYPE)
+            refs = await self.find_post(hf, client)
             if refs:
                 logger.info("found the earlier post hf=%s channel=slack; not posting again", hf.id)
                 return refs

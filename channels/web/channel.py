@@ -21,6 +21,7 @@ from channels.web.page import (
     MAX_REASON_CHARS,
     REASON_FIELD,
     render_page,
+    render_unavailable_page,
     render_unknown_page,
 )
 from schemas.answers import coerce_text_values
@@ -28,7 +29,14 @@ from schemas.errors import InvalidAnswerError, SignatureError
 from schemas.models import Action, Answer, HumanFunction
 from schemas.settings import Settings
 
-__all__ = ["WebChannel", "parse_form", "render_page", "render_unknown_page", "verify_same_origin"]
+__all__ = [
+    "WebChannel",
+    "parse_form",
+    "render_page",
+    "render_unavailable_page",
+    "render_unknown_page",
+    "verify_same_origin",
+]
 
 ANSWERED_BY = "web form"
 """Who answered, as the web channel knows them: a capability link identifies no one."""
@@ -41,6 +49,7 @@ class WebChannel:
     """The hosted web form; always configured, and the only I/O is the person's browser."""
 
     name = "web"
+    posts = False
 
     def missing_settings(self, settings: Settings) -> list[str]:
         return []
@@ -60,6 +69,9 @@ class WebChannel:
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> dict[str, Any]:
         return {}
+
+    async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
+        return None
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         return None

@@ -185,6 +185,13 @@ def render_unknown_page(nonce: str) -> str:
     return _env.get_template("web_unknown.html").render(nonce=nonce, title="Link not valid", notice=None)
 
 
+def render_unavailable_page(nonce: str) -> str:
+    """The page shown while the store cannot be reached (served with 503 and ``Retry-After``)."""
+    return _env.get_template("web_unavailable.html").render(
+        nonce=nonce, title="Try again in a moment", notice=None
+    )
+
+
 def remaining_text(seconds: float) -> str:
     """Time left in words for the countdown: ``1 h 5 min``, ``4 min 12 s``, ``42 s``."""
     total = max(0, math.ceil(seconds))

@@ -13,11 +13,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.base import RenderContext
 from channels.display import sentence_case
-from channels.web.channel import WebChannel, render_page, render_unknown_page
+from channels.web.channel import WebChannel, render_page, render_unavailable_page, render_unknown_page
+from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.links import form_url
 from gateway.runtime import Runtime
 from gateway.security import new_nonce, page_headers
-from schemas.errors import ClosedError, InvalidAnswerError, SignatureError, UnknownRequestError
+from schemas.errors import (
+    ClosedError,
+    InvalidAnswerError,
+    SignatureError,
+    StoreUnavailableError,
+    UnknownRequestError,
+)
 from schemas.models import HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -29,6 +36,11 @@ MAX_FORM_FIELDS = 200
 
 RECORDED_NOTICE = "Your answer was recorded. You can close this page."
 
+NOT_SAVED_NOTICE = (
+    "Your answer could not be saved: humangate cannot reach its store for a moment. Nothing is lost; "
+    "submit again in a few seconds."
+)
+
 
 def _runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
@@ -36,7 +48,15 @@ def _runtime(request: Request) -> Runtime:
 
 
 def _page(html: str, nonce: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(html, status_code=status, headers=page_headers(nonce))
+    headers = page_headers(nonce)
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return HTMLResponse(html, status_code=status, headers=headers)
+
+
+def _unavailable(nonce: str, exc: StoreUnavailableError) -> HTMLResponse:
+    logger.warning("form page unavailable: %s", exc)
+    return _page(render_unavailable_page(nonce), nonce, 503)
 
 
 def _context(runtime: Runtime, hf: HumanFunction) -> RenderContext:
@@ -51,6 +71,8 @@ async def show_form(request: Request, token: str) -> Response:
         hf = await runtime.store.get_by_token(token)
     except UnknownRequestError:
         return _page(render_unknown_page(nonce), nonce, 404)
+    except StoreUnavailableError as exc:
+        return _unavailable(nonce, exc)
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
     return _page(render_page(hf, _context(runtime, hf), nonce=nonce, notice=notice), nonce)
 
@@ -70,6 +92,8 @@ async def submit_form(request: Request, token: str) -> Response:
         hf = await runtime.store.get_by_token(token)
     except UnknownRequestError:
         return _page(render_unknown_page(nonce), nonce, 404)
+    except StoreUnavailableError as exc:
+        return _unavailable(nonce, exc)
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
     ctx = _context(runtime, hf)
@@ -77,14 +101,32 @@ async def submit_form(request: Request, token: str) -> Response:
         answer = channel.parse(hf, values)
         await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
-        fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
-        reason = "\n".join(values.get("hg-reason", []))
-        html = render_page(hf, ctx, nonce=nonce, values=fields, errors=exc.errors, reason=reason)
+        html = render_page(
+            hf, ctx, nonce=nonce, values=_fields(values), errors=exc.errors, reason=_reason(values)
+        )
         return _page(html, nonce, 422)
+    except StoreUnavailableError as exc:
+        logger.warning("form answer not saved hf=%s channel=web: %s", hf.id, exc)
+        html = render_page(
+            hf, ctx, nonce=nonce, values=_fields(values), reason=_reason(values), notice=NOT_SAVED_NOTICE
+        )
+        return _page(html, nonce, 503)
     except ClosedError as exc:
-        hf = await runtime.store.get(hf.id)
+        try:
+            hf = await runtime.store.get(hf.id)
+        except StoreUnavailableError as unavailable:
+            return _unavailable(nonce, unavailable)
         return _page(
             render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))), nonce, 409
         )
     logger.info("web form answered hf=%s channel=web", hf.id)
     return RedirectResponse(f"/f/{token}?done=1", status_code=303, headers=page_headers(nonce))
+
+
+def _fields(values: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The form's field values as posted, to show them again."""
+    return {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
+
+
+def _reason(values: dict[str, list[str]]) -> str:
+    return "\n".join(values.get("hg-reason", []))

@@ -79,6 +79,7 @@ class FakeServer:
     handler: Handler
     calls: list[Call] = field(default_factory=list)
     _scripted: list[_Scripted] = field(default_factory=list)
+    _stalls: dict[tuple[str, str], threading.Event] = field(default_factory=dict)
     _changed: threading.Condition = field(default_factory=threading.Condition)
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -107,6 +108,14 @@ class FakeServer:
 
         with self._changed:
             self._scripted.append(_Scripted(method.upper(), path, respond, times))
+
+    def stall(self, method: str, path: str) -> threading.Event:
+        """Handle calls to ``method path`` (the platform acts on them) but hold back every reply
+        until the returned event is set: the moment a client can die without knowing the outcome."""
+        release = threading.Event()
+        with self._changed:
+            self._stalls[(method.upper(), path)] = release
+        return release
 
     def calls_to(self, path: str, method: str | None = None) -> list[Call]:
         with self._changed:
@@ -159,7 +168,11 @@ class FakeServer:
         if scripted is not None:
             return scripted.response()
         response = self.handler(call)
-        return await response if isinstance(response, Awaitable) else response
+        response = await response if isinstance(response, Awaitable) else response
+        release = self._stalls.get((call.method, call.path))
+        if release is not None:
+            await asyncio.to_thread(release.wait, WAIT)
+        return response
 
     def start(self) -> FakeServer:
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,18 @@ class PendingCall:
         async with self.progressed:
             await asyncio.wait_for(self.progressed.wait_for(lambda: len(found()) >= count), WAIT)
         return found()
+
+    async def wait_for_message(self, wanted: Callable[[str], bool], after: int = 0) -> str:
+        """The first progress message after the first ``after`` ones that ``wanted`` accepts."""
+
+        def found() -> str | None:
+            return next((m or "" for _, _, m in self.progress[after:] if wanted(m or "")), None)
+
+        async with self.progressed:
+            await asyncio.wait_for(self.progressed.wait_for(lambda: found() is not None), WAIT)
+        message = found()
+        assert message is not None
+        return message
 
     async def result(self) -> types.CallToolResult:
         return await asyncio.wait_for(self.task, WAIT)

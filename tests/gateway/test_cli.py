@@ -72,4 +72,5 @@ def test_worker_refuses_unknown_channels(redis_url: str) -> None:
 def test_worker_in_burst_mode_drains_its_queues(redis_url: str) -> None:
     result = run_cli("worker", "--channels", "web", "--burst", env={"HUMANGATE_REDIS_URL": redis_url})
     assert result.returncode == 0, result.stderr
-    assert "worker on queues humangate-web" in result.stderr
+    assert "on queues humangate-web" in result.stderr
+    assert "ERROR" not in result.stderr

@@ -10,32 +10,49 @@ import pytest
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.store import HumanFunctionStore
-from schemas.errors import AlreadyAnsweredError, ExpiredError, UnknownRequestError
+from gateway.embedded import free_port
+from gateway.queue import JobRecorder, delivery_job_id, update_job_id
+from gateway.redis_client import async_redis
+from gateway.store import HumanFunctionStore, Opened
+from schemas.errors import AlreadyAnsweredError, ExpiredError, StoreUnavailableError, UnknownRequestError
 from schemas.models import Action, HumanFunction, Outcome, Status
 
 NOW = 1_800_000_000.0
 SCHEMA = {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "boolean"}}}
+REASON = "Request timed out after 3 minutes"
+JOBS = JobRecorder()
 
 
 @pytest.fixture
 async def store(redis_url: str) -> AsyncIterator[HumanFunctionStore]:
     redis = Redis.from_url(redis_url)
-    yield HumanFunctionStore(redis)
+    yield HumanFunctionStore(redis, retention=600)
     await redis.aclose()
 
 
-def make_hf(hf_id: str = "a1", deadline: float = NOW + 180) -> HumanFunction:
+def make_hf(hf_id: str = "a1", deadline: float = NOW + 180, channel: str = "web") -> HumanFunction:
     return HumanFunction(
         id=hf_id,
         requester="anonymous",
-        channel="web",
+        channel=channel,
         message="Deploy?",
         request_schema=SCHEMA,
         created_at=NOW,
         deadline=deadline,
         form_secret="s" * 32,
     )
+
+
+async def create(
+    store: HumanFunctionStore, hf: HumanFunction, fingerprint: str = "fp1", *, with_job: bool = False
+) -> tuple[HumanFunction, Opened]:
+    return await store.create(hf, fingerprint, REASON, JOBS.delivery(hf, NOW) if with_job else [])
+
+
+async def finish(
+    store: HumanFunctionStore, hf_id: str, outcome: Outcome, *, retain: bool = False, channel: str = "web"
+) -> HumanFunction:
+    return await store.finish(hf_id, outcome, expired(outcome.at), JOBS.update(hf_id, channel), retain=retain)
 
 
 def accepted(by: str, at: float = NOW + 1) -> Outcome:
@@ -45,25 +62,38 @@ def accepted(by: str, at: float = NOW + 1) -> Outcome:
 
 
 def expired(at: float = NOW + 1) -> Outcome:
-    return Outcome(
-        status=Status.EXPIRED,
-        action=Action.CANCEL,
-        reason="Request timed out after 3 minutes",
-        via="timeout",
-        at=at,
-    )
+    return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=REASON, via="timeout", at=at)
+
+
+async def events(store: HumanFunctionStore) -> list[dict[str, str]]:
+    """Every entry of the events stream, decoded."""
+    entries = await store.redis.xrange(keys.EVENTS)
+    return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
+
+
+async def queued(store: HumanFunctionStore, channel: str) -> list[str]:
+    return [i.decode() for i in await store.redis.lrange(f"rq:queue:humangate-{channel}", 0, -1)]
 
 
 async def test_create_and_get_keeps_the_schema_key_order(store: HumanFunctionStore) -> None:
-    hf, created = await store.create(make_hf(), "fp1")
+    hf, opened = await create(store, make_hf())
     loaded = await store.get(hf.id)
-    assert created
+    assert opened is Opened.CREATED
     assert list(loaded.request_schema["properties"]) == ["zeta", "alpha"]
     assert loaded == hf
 
 
+async def test_creating_queues_the_delivery_job_in_the_same_step(store: HumanFunctionStore) -> None:
+    hf, _ = await create(store, make_hf(channel="slack"), with_job=True)
+    assert await queued(store, "slack") == [delivery_job_id(hf.id)]
+    assert await store.redis.hget(f"rq:job:{delivery_job_id(hf.id)}", "status") == b"queued"
+    again, opened = await create(store, make_hf("b2", channel="slack"), with_job=True)
+    assert opened is Opened.ATTACHED and again.id == hf.id
+    assert await queued(store, "slack") == [delivery_job_id(hf.id)]  # no second job
+
+
 async def test_every_key_has_a_ttl(store: HumanFunctionStore) -> None:
-    hf, _ = await store.create(make_hf(deadline=NOW + 180), "fp1")
+    hf, _ = await create(store, make_hf(deadline=NOW + 180))
     now_ms = time.time() * 1000
     hf_ttl_ms = await store.redis.pttl(keys.human_function(hf.id))
     attach_ttl_ms = await store.redis.pttl(keys.attach("fp1"))
@@ -75,9 +105,9 @@ async def test_every_key_has_a_ttl(store: HumanFunctionStore) -> None:
 async def test_first_terminal_transition_wins_and_later_ones_change_nothing(
     store: HumanFunctionStore,
 ) -> None:
-    await store.create(make_hf(), "fp1")
+    await create(store, make_hf())
     results = await asyncio.gather(
-        *(store.finish("a1", accepted(f"person{i}"), expired()) for i in range(20)), return_exceptions=True
+        *(finish(store, "a1", accepted(f"person{i}")) for i in range(20)), return_exceptions=True
     )
     winners = [r for r in results if isinstance(r, HumanFunction)]
     losers = [r for r in results if isinstance(r, AlreadyAnsweredError)]
@@ -86,63 +116,151 @@ async def test_first_terminal_transition_wins_and_later_ones_change_nothing(
     winner_name = winners[0].outcome.by
     assert all(str(e) == f"already answered by {winner_name}" for e in losers)
     assert (await store.get("a1")).outcome == winners[0].outcome
+    (event,) = await events(store)
+    assert event["id"] == "a1" and Outcome.model_validate_json(event["outcome"]) == winners[0].outcome
 
 
 async def test_an_answer_after_the_deadline_ends_it_as_expired(store: HumanFunctionStore) -> None:
-    await store.create(make_hf(deadline=NOW + 10), "fp1")
-    hf = await store.finish("a1", accepted("ada", at=NOW + 11), expired(at=NOW + 11))
+    await create(store, make_hf(deadline=NOW + 10))
+    hf = await finish(store, "a1", accepted("ada", at=NOW + 11))
     assert hf.status is Status.EXPIRED
     with pytest.raises(ExpiredError, match="expired"):
-        await store.finish("a1", accepted("bob", at=NOW + 12), expired(at=NOW + 12))
+        await finish(store, "a1", accepted("bob", at=NOW + 12))
 
 
 async def test_finishing_an_unknown_function_is_refused(store: HumanFunctionStore) -> None:
     with pytest.raises(UnknownRequestError):
-        await store.finish("nope", accepted("ada"), expired())
+        await finish(store, "nope", accepted("ada"))
 
 
 async def test_an_identical_pending_request_re_attaches(store: HumanFunctionStore) -> None:
-    first, created = await store.create(make_hf("a1"), "same")
-    again, created_again = await store.create(make_hf("b2"), "same")
-    assert created and not created_again
+    first, opened = await create(store, make_hf("a1"), "same")
+    again, opened_again = await create(store, make_hf("b2"), "same")
+    assert opened is Opened.CREATED and opened_again is Opened.ATTACHED
     assert again.id == first.id
     with pytest.raises(UnknownRequestError):
         await store.get("b2")  # the duplicate left nothing behind
-    ended = await store.finish("a1", accepted("ada"), expired())
+    ended = await finish(store, "a1", accepted("ada"))
     assert ended.status is Status.ACCEPTED and ended.outcome is not None and ended.outcome.by == "ada"
     assert await store.redis.exists(keys.attach("same")) == 0  # freed in the same step
     assert "a1" not in await store.pending_ids()
-    third, created_third = await store.create(make_hf("c3"), "same")
-    assert created_third and third.id == "c3"
+    third, opened_third = await create(store, make_hf("c3"), "same")
+    assert opened_third is Opened.CREATED and third.id == "c3"
+
+
+async def test_a_kept_answer_goes_to_the_next_identical_call_once(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1"), "same")
+    await finish(store, "a1", accepted("ada"), retain=True)
+    assert await store.redis.pttl(keys.attach("same")) == pytest.approx(600_000, abs=5000)
+    kept, opened = await create(store, make_hf("b2"), "same")
+    assert opened is Opened.RETAINED and kept.id == "a1"
+    assert kept.outcome is not None and kept.outcome.content == {"alpha": True}
+    fresh, opened_again = await create(store, make_hf("c3"), "same")
+    assert opened_again is Opened.CREATED and fresh.id == "c3"
+
+
+async def test_a_returned_answer_is_not_handed_out_again(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1"), "same")
+    await finish(store, "a1", accepted("ada"), retain=True)
+    await store.mark_returned("a1")
+    fresh, opened = await create(store, make_hf("b2"), "same")
+    assert opened is Opened.CREATED and fresh.id == "b2"
+
+
+async def test_expired_and_withdrawn_requests_are_never_kept(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1", deadline=NOW + 10), "same")
+    await finish(store, "a1", accepted("ada", at=NOW + 11), retain=True)  # too late: expires
+    fresh, opened = await create(store, make_hf("b2"), "same")
+    assert opened is Opened.CREATED and fresh.id == "b2"
+
+
+async def test_an_ending_queues_the_update_only_when_a_message_may_exist(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1", channel="slack"))
+    await finish(store, "a1", accepted("ada"), channel="slack")
+    assert await queued(store, "slack") == []  # nothing was ever posted
+    await create(store, make_hf("b2", channel="slack"), "fp2")
+    await store.count_delivery_attempt("b2")  # a delivery started (and may have posted)
+    await finish(store, "b2", accepted("ada"), channel="slack")
+    assert await queued(store, "slack") == [update_job_id("b2")]
+    assert await store.redis.zscore(keys.UNSYNCED, "b2") is not None
 
 
 async def test_the_form_token_needs_the_exact_secret(store: HumanFunctionStore) -> None:
-    hf, _ = await store.create(make_hf(), "fp1")
+    hf, _ = await create(store, make_hf())
     assert (await store.get_by_token(hf.form_token)).id == hf.id
     for token in (f"{hf.id}.{'t' * 32}", hf.id, f"{hf.id}.", "x" * 300, f"zz.{hf.form_secret}"):
         with pytest.raises(UnknownRequestError):
             await store.get_by_token(token)
 
 
-async def test_the_pending_index_survives_a_new_store_and_lists_what_is_due(redis_url: str) -> None:
-    first = HumanFunctionStore(Redis.from_url(redis_url))
-    await first.create(make_hf("due1", deadline=NOW + 5), "fp1")
-    await first.create(make_hf("later", deadline=NOW + 500), "fp2")
-    await first.redis.aclose()
-    second = HumanFunctionStore(Redis.from_url(redis_url))  # a restarted process
-    assert await second.pending_ids() == ["due1", "later"]
-    assert await second.due(NOW + 10) == ["due1"]
-    await second.finish("due1", expired(NOW + 10), expired(NOW + 10))
-    assert await second.pending_ids() == ["later"]
-    await second.redis.aclose()
+async def test_one_reap_expires_every_overdue_request(store: HumanFunctionStore) -> None:
+    for i in range(1200):
+        await create(store, make_hf(f"due{i}", deadline=NOW + 5, channel="slack"), f"fp{i}")
+    await store.count_delivery_attempt("due7")
+    await create(store, make_hf("later", deadline=NOW + 500), "fp-later")
+    first = await store.reap(NOW + 10)
+    second = await store.reap(NOW + 10)
+    assert (first.due, first.expired, second.due, second.expired) == (500, 500, 500, 500)
+    rest = await store.reap(NOW + 10)
+    assert (rest.due, rest.expired) == (200, 200)
+    assert first.to_update + second.to_update + rest.to_update == [("due7", "slack")]
+    assert await store.pending_ids() == ["later"]
+    ended = await store.get("due1")
+    assert ended.status is Status.EXPIRED and ended.outcome is not None
+    assert (ended.outcome.reason, ended.outcome.via, ended.outcome.at) == (REASON, "timeout", NOW + 10)
+    assert len(await events(store)) == 1200
+    assert await store.redis.exists(keys.attach("fp1")) == 0
 
 
-async def test_poll_reads_status_and_delivery_error_in_one_call(store: HumanFunctionStore) -> None:
-    await store.create(make_hf(), "fp1")
-    assert await store.poll("a1") == (Status.PENDING, None)
-    await store.set_delivery_error("a1", "slack said no")
-    assert await store.poll("a1") == (Status.PENDING, "slack said no")
-    await store.set_delivery_error("a1", None)
-    await store.finish("a1", accepted("ada"), expired())
-    assert await store.poll("a1") == (Status.ACCEPTED, None)
-    assert await store.poll("missing") == (None, None)
+async def test_a_stale_index_entry_of_an_ended_request_is_dropped(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1", deadline=NOW + 5))
+    await finish(store, "a1", accepted("ada"))
+    await store.redis.zadd(keys.PENDING, {"a1": NOW + 5})  # as if an old process left it behind
+    reaped = await store.reap(NOW + 10)
+    assert (reaped.due, reaped.expired) == (1, 0)
+    assert await store.pending_ids() == []
+    assert (await store.get("a1")).status is Status.ACCEPTED
+
+
+async def test_delivery_notes_are_kept_and_told_while_pending(store: HumanFunctionStore) -> None:
+    await create(store, make_hf())
+    await store.note_delivery("a1", "delivery to slack failed (attempt 1): boom; retrying in 1 s")
+    assert (
+        await store.get("a1")
+    ).delivery_error == "delivery to slack failed (attempt 1): boom; retrying in 1 s"
+    await store.note_delivery("a1", None)
+    assert (await store.get("a1")).delivery_error is None
+    await finish(store, "a1", accepted("ada"))
+    await store.note_delivery("a1", "late note")
+    assert (await store.get("a1")).delivery_error is None
+    assert [("note" in e, e.get("note")) for e in await events(store)][:2] == [
+        (True, "delivery to slack failed (attempt 1): boom; retrying in 1 s"),
+        (True, ""),
+    ]
+
+
+async def test_references_from_a_callback_never_replace_recorded_ones(store: HumanFunctionStore) -> None:
+    await create(store, make_hf())
+    assert await store.set_refs_if_missing("a1", {"ts": "1"})
+    assert not await store.set_refs_if_missing("a1", {"ts": "2"})
+    assert (await store.get("a1")).refs == {"ts": "1"}
+
+
+async def test_states_read_many_requests_in_one_round_trip(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1"), "fp1")
+    await create(store, make_hf("b2"), "fp2")
+    await finish(store, "b2", accepted("ada"))
+    states = await store.states(["a1", "b2", "gone"])
+    assert states["a1"] == (Status.PENDING, None, None)
+    assert states["b2"][0] is Status.ACCEPTED and states["b2"][1] is not None
+    assert states["gone"] == (None, None, None)
+
+
+async def test_an_unreachable_redis_is_store_unavailable_quickly() -> None:
+    redis = async_redis(f"redis://127.0.0.1:{free_port()}/0")
+    store = HumanFunctionStore(redis)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="Redis is unavailable"):
+        await store.get("a1")
+    assert time.monotonic() - started < 3
+    await redis.aclose()

@@ -1,49 +1,51 @@
-"""Waiting for a Human Function to end: pub/sub wake-ups on top of polling, against real Redis."""
+"""Waiting for a Human Function to end: one events reader per process, against real Redis."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
+from redis.asyncio import Redis
 
+from gateway import redis_keys as keys
 from gateway.callers import ANONYMOUS_CALLER
+from gateway.embedded import EmbeddedRedis
+from gateway.queue import JobRecorder
 from gateway.runtime import Runtime, open_runtime
-from gateway.waiting import Tick, wait_for_end
-from schemas.models import Action, Answer, HumanFunction, Status
+from gateway.service import HumanFunctionService
+from gateway.store import HumanFunctionStore
+from gateway.waiting import GatewayStopping, Tick, wait_for_end
+from schemas.models import Action, Answer, HumanFunction, Outcome, Status
 from schemas.settings import Settings
+from tests.faults import proxy_to
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ACCEPT = Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
 
 
-async def no_progress(tick: Tick) -> None:
-    return None
-
-
 class Checks:
-    """An ``on_tick`` that counts the checks of waiting calls; ``reached(n)`` waits for n of them.
-
-    A call reports its first check after it is watched, so n checks mean n calls are waiting."""
+    """An ``on_tick`` that keeps every tick; ``reached(n)`` waits until n have been reported."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.ticks: list[Tick] = []
         self.changed = asyncio.Condition()
 
     async def __call__(self, tick: Tick) -> None:
         async with self.changed:
-            self.count += 1
+            self.ticks.append(tick)
             self.changed.notify_all()
 
-    async def reached(self, n: int) -> None:
+    async def reached(self, n: int, where: Callable[[Tick], bool] = lambda tick: True) -> None:
         async with self.changed:
-            await asyncio.wait_for(self.changed.wait_for(lambda: self.count >= n), 10)
+            await asyncio.wait_for(self.changed.wait_for(lambda: sum(map(where, self.ticks)) >= n), 15)
 
 
-async def runtime_with(settings: Settings, poll_interval: float) -> AsyncIterator[Runtime]:
-    async with open_runtime(settings.model_copy(update={"poll_interval": poll_interval})) as runtime:
-        await asyncio.wait_for(runtime.wakeups.subscribed.wait(), 10)
+async def runtime_with(settings: Settings, **changes: object) -> AsyncIterator[Runtime]:
+    async with open_runtime(settings.model_copy(update=changes)) as runtime:
+        await asyncio.wait_for(runtime.events.reading.wait(), 10)
         yield runtime
 
 
@@ -64,62 +66,136 @@ async def open_one(runtime: Runtime) -> HumanFunction:
     return hf
 
 
-async def test_an_answer_wakes_the_waiting_call_long_before_the_next_poll(slow_polling: Runtime) -> None:
+def waiting_on(
+    runtime: Runtime, hf: HumanFunction, on_tick: Callable[[Tick], object]
+) -> asyncio.Task[Outcome]:
+    return asyncio.create_task(wait_for_end(runtime.service, runtime.events, hf, on_tick))  # type: ignore[arg-type]
+
+
+async def readers(redis: Redis) -> list[dict[str, object]]:
+    """The clients blocked in (or last running) an XREAD of the events stream."""
+    return [c for c in await redis.client_list() if c.get("cmd") == "xread"]
+
+
+async def test_an_answer_wakes_the_waiting_call_long_before_the_next_tick(slow_polling: Runtime) -> None:
     hf = await open_one(slow_polling)
     checks = Checks()
-    waiting = asyncio.create_task(wait_for_end(slow_polling.service, slow_polling.wakeups, hf, checks))
-    await checks.reached(1)  # the call made its first check and now sleeps for up to 30 s
+    waiting = waiting_on(slow_polling, hf, checks)
+    await checks.reached(1)  # the call reported its first tick and now sleeps for up to 30 s
     answered_at = time.monotonic()
     await slow_polling.service.answer(hf, ACCEPT)
-    ended = await asyncio.wait_for(waiting, 5)
-    assert ended.status is Status.ACCEPTED
+    outcome = await asyncio.wait_for(waiting, 5)
+    assert outcome.status is Status.ACCEPTED and outcome.content == {"approved": True}
     assert time.monotonic() - answered_at < 1.0
-    assert slow_polling.wakeups.waiting == 0
+    assert slow_polling.events.waiting == 0
 
 
-async def test_a_lost_wake_up_costs_at_most_one_poll(fast_polling: Runtime) -> None:
+async def test_ticks_come_at_once_then_every_interval(fast_polling: Runtime) -> None:
     hf = await open_one(fast_polling)
-    await fast_polling.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")  # drop every subscription
-    waiting = asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, no_progress))
-    await fast_polling.service.answer(hf, ACCEPT)
-    started = time.monotonic()
-    ended = await asyncio.wait_for(waiting, 5)
-    assert ended.status is Status.ACCEPTED
-    assert time.monotonic() - started < 0.5 + 0.4  # one poll interval, plus scheduling slack
-
-
-async def test_many_waiting_calls_share_one_subscription(fast_polling: Runtime) -> None:
-    hfs = [await open_one(fast_polling) for _ in range(20)]
     checks = Checks()
-    tasks = [
-        asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, checks))
-        for hf in hfs
-    ]
-    await checks.reached(20)
-    assert fast_polling.wakeups.waiting == 20
-    clients = await fast_polling.redis.client_list(_type="pubsub")
-    assert len(clients) == 1
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(3)
+    waiting.cancel()
+    lefts = [tick.seconds_left for tick in checks.ticks[:3]]
+    assert lefts[0] == pytest.approx(180, abs=1)
+    assert lefts[0] - lefts[2] == pytest.approx(1.0, abs=0.3)
+    assert all(tick.store_available and tick.delivery_error is None for tick in checks.ticks)
+
+
+async def test_many_waiting_calls_share_one_reader_and_issue_no_commands(fast_polling: Runtime) -> None:
+    hfs = [await open_one(fast_polling) for _ in range(50)]
+    checks = Checks()
+    tasks = [waiting_on(fast_polling, hf, checks) for hf in hfs]
+    await checks.reached(50)
+    assert fast_polling.events.waiting == 50
+    before = (await fast_polling.redis.info("commandstats")).get("cmdstat_xread", {}).get("calls", 0)
+    stats_before = await fast_polling.redis.info("stats")
+    await checks.reached(150)  # two more ticks of every call: about a second
+    stats_after = await fast_polling.redis.info("stats")
+    after = (await fast_polling.redis.info("commandstats")).get("cmdstat_xread", {}).get("calls", 0)
+    assert len(await readers(fast_polling.redis)) == 1
+    # Only the reader's XREADs (and the reaper's pass each second) ran: no command per waiting call.
+    commands = stats_after["total_commands_processed"] - stats_before["total_commands_processed"]
+    assert after - before <= 6 and commands < 20
     for hf in hfs:
         await fast_polling.service.answer(hf, ACCEPT)
-    assert all(e.status is Status.ACCEPTED for e in await asyncio.wait_for(asyncio.gather(*tasks), 10))
+    outcomes = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert all(o.status is Status.ACCEPTED for o in outcomes)
+
+
+async def test_an_answer_while_the_reader_is_cut_off_arrives_when_it_reconnects(
+    fast_polling: Runtime,
+) -> None:
+    hf = await open_one(fast_polling)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    (reader,) = await readers(fast_polling.redis)
+    await fast_polling.redis.execute_command("CLIENT", "KILL", "ID", reader["id"])
+    await fast_polling.service.answer(hf, ACCEPT)
+    outcome = await asyncio.wait_for(waiting, 10)
+    assert outcome.status is Status.ACCEPTED
+
+
+async def test_a_gap_in_the_stream_is_covered_by_re_reading_the_states(
+    settings: Settings, redis_url: str
+) -> None:
+    with proxy_to(int(redis_url.rsplit(":", 1)[1].split("/")[0])) as proxy:
+        async for runtime in runtime_with(settings, redis_url=proxy.url, poll_interval=0.5):
+            hf = await open_one(runtime)
+            checks = Checks()
+            waiting = waiting_on(runtime, hf, checks)
+            await checks.reached(1)
+            proxy.refuse()  # the gateway loses Redis...
+            await checks.reached(1, lambda tick: not tick.store_available)
+            async with Redis.from_url(redis_url) as direct:  # ...while an answer lands elsewhere
+                elsewhere = HumanFunctionService(HumanFunctionStore(direct), JobRecorder(), settings)
+                await elsewhere.answer(hf, ACCEPT)
+                await direct.delete(keys.EVENTS)  # and its event is lost (a trimmed or reset stream)
+            proxy.heal()
+            outcome = await asyncio.wait_for(waiting, 15)
+            assert outcome.status is Status.ACCEPTED
 
 
 async def test_a_cancelled_wait_leaves_the_request_pending(fast_polling: Runtime) -> None:
     hf = await open_one(fast_polling)
     checks = Checks()
-    waiting = asyncio.create_task(wait_for_end(fast_polling.service, fast_polling.wakeups, hf, checks))
+    waiting = waiting_on(fast_polling, hf, checks)
     await checks.reached(1)
-    assert fast_polling.wakeups.waiting == 1
+    assert fast_polling.events.waiting == 1
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert (await fast_polling.store.get(hf.id)).status is Status.PENDING
-    assert fast_polling.wakeups.waiting == 0
+    assert fast_polling.events.waiting == 0
 
 
-async def test_a_burst_of_commands_queues_for_connections_instead_of_failing(fast_polling: Runtime) -> None:
+async def test_a_stopping_gateway_ends_its_waiting_calls_and_keeps_their_requests(
+    fast_polling: Runtime,
+) -> None:
     hf = await open_one(fast_polling)
-    # Far more concurrent commands than the pool has connections (redis-py's default pool raised
-    # "Too many connections" past 100 in flight).
-    results = await asyncio.gather(*(fast_polling.store.poll(hf.id) for _ in range(400)))
-    assert results == [(Status.PENDING, None)] * 400
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    fast_polling.events.release_all()
+    with pytest.raises(GatewayStopping):
+        await asyncio.wait_for(waiting, 2)
+    assert (await fast_polling.store.get(hf.id)).status is Status.PENDING
+
+
+async def test_a_call_at_its_deadline_ends_with_the_timeout_even_without_redis(
+    settings: Settings, tmp_path: Path
+) -> None:
+    with EmbeddedRedis(tmp_path / "own", persistent=False) as server:
+        own = settings.model_copy(update={"redis_url": server.url})
+        async for runtime in runtime_with(own, poll_interval=0.5, anonymous_timeout=3):
+            hf = await open_one(runtime)
+            checks = Checks()
+            waiting = waiting_on(runtime, hf, checks)
+            await checks.reached(1)
+            server.stop()
+            await checks.reached(1, lambda tick: not tick.store_available)
+            outcome = await asyncio.wait_for(waiting, 5)
+            assert time.time() - hf.deadline < 1.5
+            assert outcome.status is Status.EXPIRED
+            assert outcome.reason == "Request timed out after 3 seconds"

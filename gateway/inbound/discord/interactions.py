@@ -109,6 +109,7 @@ async def _respond(runtime: Runtime, interaction: Mapping[str, Any]) -> Reply:
     if not is_allowed(interaction, runtime.settings):
         logger.info("refused a user not allowed hf=%s channel=discord user=%s", hf.id, user_id)
         return note(NOT_ALLOWED)
+    await remember_message(runtime, hf, interaction)
     if not hf.is_pending:
         return _ended(hf)
     if custom_id.act is Act.RESPOND:
@@ -170,6 +171,19 @@ async def _answer(
         return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "embeds": []}}
     ctx = RenderContext(form_url=form_url(runtime.settings, ended), now=runtime.service.clock())
     return {"type": UPDATE_MESSAGE, "data": render_message(ended, ctx)}
+
+
+async def remember_message(runtime: Runtime, hf: HumanFunction, interaction: Mapping[str, Any]) -> None:
+    """Record where the request's message is, from an interaction on it, if its delivery never
+    could (a worker that stopped between posting and recording)."""
+    message = interaction.get("message")
+    if hf.refs or not isinstance(message, Mapping) or int(message.get("flags") or 0) & EPHEMERAL:
+        return
+    channel_id = message.get("channel_id") or interaction.get("channel_id")
+    if channel_id and message.get("id"):
+        refs = {"channel_id": str(channel_id), "message_id": str(message["id"])}
+        if await runtime.store.set_refs_if_missing(hf.id, refs):
+            logger.info("recorded the message of hf=%s channel=discord from an interaction", hf.id)
 
 
 def _ended(hf: HumanFunction) -> Reply:

@@ -23,7 +23,7 @@ from channels.slack.channel import API_TIMEOUT, SlackClient
 from channels.slack.modal import block_errors, form_view, notice_view, reason_view
 from channels.slack.text import escape
 from gateway.runtime import Runtime
-from schemas.errors import ClosedError, InvalidAnswerError, UnknownRequestError
+from schemas.errors import ClosedError, ExpiredError, InvalidAnswerError, UnknownRequestError
 from schemas.models import Action, HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ async def handle_click(runtime: Runtime, payload: Mapping[str, Any]) -> None:
     except UnknownRequestError:
         await tell(response_url, GONE, hf_id)
         return
+    await remember_message(runtime, hf, payload)
     if not hf.is_pending:
         await tell(response_url, ended_words(hf), hf_id)
         return
@@ -95,8 +96,21 @@ async def handle_submission(runtime: Runtime, payload: Mapping[str, Any]) -> dic
         logger.info("invalid answer hf=%s channel=slack fields=%s", hf_id, ",".join(exc.errors))
         return {"response_action": "errors", "errors": block_errors(hf, exc.errors, view)}
     except ClosedError as exc:
-        return _notice("Already answered", f"{sentence_case(str(exc))}. Nothing was changed.")
+        title = "Request expired" if isinstance(exc, ExpiredError) else "Already answered"
+        return _notice(title, f"{sentence_case(str(exc))}. Nothing was changed.")
     return {}
+
+
+async def remember_message(runtime: Runtime, hf: HumanFunction, payload: Mapping[str, Any]) -> None:
+    """Record where the request's message is, from a click on it, if its delivery never could (a
+    worker that stopped between posting and recording): the outcome can then be shown there."""
+    if hf.refs:
+        return
+    container = payload.get("container") or {}
+    channel, ts = container.get("channel_id"), container.get("message_ts")
+    if container.get("type") == "message" and channel and ts:
+        if await runtime.store.set_refs_if_missing(hf.id, {"channel": str(channel), "ts": str(ts)}):
+            logger.info("recorded the message of hf=%s channel=slack from a click", hf.id)
 
 
 def ended_words(hf: HumanFunction) -> str:

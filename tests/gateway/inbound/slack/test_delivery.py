@@ -10,11 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 import yaml
 from pydantic import SecretStr
-from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from gateway.callers import ANONYMOUS_CALLER
-from gateway.queue import Dispatcher
+from gateway.queue import JobRecorder
 from gateway.service import HumanFunctionService
 from gateway.store import HumanFunctionStore
 from schemas.errors import DeliveryError
@@ -23,6 +22,7 @@ from tests.conftest import StartGateway, run_cli
 from tests.fakes.slack import MANIFEST, SIGNING_SECRET, FakeSlack
 from tests.gateway.flows import start_call
 from workers import jobs
+from workers.loop import close_job_loop
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 
@@ -40,10 +40,10 @@ async def service(settings: Settings, slack: FakeSlack) -> AsyncIterator[HumanFu
     )
     override_settings(configured)
     assert configured.redis_url is not None
-    redis, sync = Redis.from_url(configured.redis_url), SyncRedis.from_url(configured.redis_url)
-    yield HumanFunctionService(HumanFunctionStore(redis), Dispatcher(sync), configured)
+    redis = Redis.from_url(configured.redis_url)
+    yield HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), configured)
+    close_job_loop()
     await redis.aclose()
-    sync.close()
 
 
 async def test_a_429_with_retry_after_is_waited_out_and_one_message_is_posted(
@@ -78,7 +78,10 @@ async def test_a_retried_delivery_finds_its_earlier_post_and_posts_once(
         await asyncio.to_thread(jobs.deliver, hf.id)
     assert raised.value.retryable
     lost = await service.store.get(hf.id)
-    assert lost.refs == {} and (lost.delivery_error or "").startswith("Slack had a temporary problem")
+    assert lost.refs == {}
+    assert (lost.delivery_error or "").startswith(
+        "delivery to slack failed (attempt 1): Slack had a temporary problem"
+    )
     assert await asyncio.to_thread(jobs.deliver, hf.id) == "delivered"
     channel = "DU1" if target == "U1" else "C123"
     (message,) = slack.stored(channel)
@@ -95,7 +98,9 @@ async def test_a_failing_delivery_is_in_the_waiting_agents_progress(
     gateway = start_gateway(**slack.env(HUMANGATE_SLACK_CHANNEL="C404", HUMANGATE_POLL_INTERVAL="0.3"))
     call = start_call(gateway.url, {"message": "Anyone?", "schema": APPROVAL, "uiType": "slack"})
     (message,) = await call.wait_for_progress(containing="Delivery problem")
-    assert "Delivery problem: Slack: cannot post the request: channel C404 was not found" in (message or "")
+    wanted = "delivery to slack failed: Slack: cannot post the request: channel C404 was not found"
+    assert f"Delivery problem: {wanted}" in (message or "")
+    assert "not retrying" in (message or "")
     assert "HUMANGATE_SLACK_CHANNEL" in (message or "")
     call.task.cancel()
     with pytest.raises(asyncio.CancelledError):

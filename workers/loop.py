@@ -1,0 +1,101 @@
+"""One long-lived event loop per worker process, on which every job's async work runs.
+
+RQ calls jobs synchronously; each job hands its coroutine to this loop and waits for it. Compared
+with ``asyncio.run`` per job, nothing is set up or torn down per job: the loop, its Redis
+connections and each platform's HTTP client (slack-sdk's and discord.py's sessions) live as long
+as the process, and a job costs what its own I/O costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from channels.registry import CHANNELS
+from gateway.redis_client import async_redis
+from gateway.store import HumanFunctionStore
+from schemas.settings import Settings, get_settings
+
+T = TypeVar("T")
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds closing the loop's clients may take when the worker stops."""
+
+
+class JobLoop:
+    """A loop in a daemon thread, with the store and platform clients jobs share."""
+
+    def __init__(self, settings: Settings) -> None:
+        if settings.redis_url is None:
+            raise RuntimeError("workers need HUMANGATE_REDIS_URL")
+        self.settings = settings
+        self.store = HumanFunctionStore(async_redis(settings.redis_url), retention=settings.result_retention)
+        self._clients: dict[str, Any] = {}
+        self._stack = contextlib.AsyncExitStack()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="humangate-jobs", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run ``coroutine`` on the loop and return its result; cancel it after ``timeout`` seconds
+        or when the calling job is interrupted (RQ's job timeout, a shutdown)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"the job's work took longer than {timeout:.0f} s") from None
+        except BaseException:
+            future.cancel()
+            raise
+
+    async def client(self, channel: str) -> Any:
+        """Channel ``channel``'s platform client, opened on first use and kept."""
+        if channel not in self._clients:
+            connect = CHANNELS[channel].connect(self.settings)
+            self._clients[channel] = await self._stack.enter_async_context(connect)
+        return self._clients[channel]
+
+    def close(self) -> None:
+        """Close the clients and the Redis connections, then stop the loop."""
+
+        async def close_all() -> None:
+            await self._stack.aclose()
+            await self.store.redis.aclose()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(CLOSE_TIMEOUT)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(CLOSE_TIMEOUT)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+_current: JobLoop | None = None
+_lock = threading.Lock()
+
+
+def job_loop(settings_of: Callable[[], Settings] = get_settings) -> JobLoop:
+    """The process's job loop, for the current settings (a new one if the settings were replaced,
+    as tests do between runs)."""
+    global _current
+    settings = settings_of()
+    with _lock:
+        if _current is None or _current.settings is not settings:
+            if _current is not None:
+                _current.close()
+            _current = JobLoop(settings)
+        return _current
+
+
+def close_job_loop() -> None:
+    """Close the process's job loop, if one was started (a worker that stops)."""
+    global _current
+    with _lock:
+        if _current is not None:
+            _current.close()
+            _current = None
