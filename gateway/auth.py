@@ -7,11 +7,10 @@ from collections.abc import Callable
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.errors import error_body, error_headers, status_of, store_unavailable
+from gateway.errors import error_body, error_headers, status_of
 from gateway.mcp_server import CALLER_STATE_KEY
-from gateway.redis_client import UNAVAILABLE_ERRORS
 from gateway.runtime import Runtime
-from schemas.errors import AuthError, HumangateError
+from schemas.errors import AuthError, HumangateError, StoreUnavailableError
 
 
 class CallerAuth:
@@ -31,11 +30,8 @@ class CallerAuth:
                 header = value.decode("latin-1")
         try:
             caller = await self.get_runtime().keyring.identify(header)
-        except AuthError as exc:
+        except (AuthError, StoreUnavailableError) as exc:
             await _error(exc)(scope, receive, send)
-            return
-        except UNAVAILABLE_ERRORS as exc:
-            await _error(store_unavailable(exc))(scope, receive, send)
             return
         scope.setdefault("state", {})[CALLER_STATE_KEY] = caller
         await self.app(scope, receive, send)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
+from gateway.redis_client import store_operation
 from schemas.errors import AuthError, InvalidRequestError
 from schemas.settings import Settings
 
@@ -65,6 +66,7 @@ class KeyRing:
         self.settings = settings
         self._env = env_keys(settings)
 
+    @store_operation
     async def identify(self, authorization: str | None) -> Caller:
         """The caller an ``Authorization`` header names; ``AuthError`` for a wrong or missing key."""
         if authorization is None or not authorization.strip():

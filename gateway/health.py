@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -9,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from gateway import redis_check
 from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.metrics import REGISTRY, WAITING_CALLS
+from gateway.redis_client import OPERATION_DEADLINE
 from gateway.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
@@ -25,7 +28,8 @@ async def readyz(request: Request) -> JSONResponse:
     """Ready when Redis answers and is safe to keep answers in (it never evicts keys)."""
     runtime: Runtime = request.app.state.runtime
     try:
-        unsafe = await redis_check.unsafe_reason(runtime.redis)
+        async with asyncio.timeout(OPERATION_DEADLINE):
+            unsafe = await redis_check.unsafe_reason(runtime.redis)
     except Exception as exc:
         return JSONResponse(
             {"status": "unavailable", "redis": f"unreachable: {type(exc).__name__}: {exc}"},

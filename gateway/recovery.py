@@ -10,6 +10,9 @@ that, every second:
   job from RQ's scheduled registry first enqueues it, so it can never run twice;
 - finds jobs started by a worker whose alive key is gone and runs them again (their retries, their
   failure callback), claiming each one first so no two workers take the same;
+- puts back on its queue any job stuck between popped and started for ``STUCK_GRACE`` seconds: RQ
+  pops jobs with BLMOVE into an intermediate list, and a BLMOVE blocked on a connection whose
+  path died takes the next job and loses it with the reply (RQ itself looks after a minute);
 - queues again the update of any ended request whose message still shows it as pending after
   ``UNSYNCED_GRACE`` seconds (a crash between ending it and queueing the update).
 
@@ -48,6 +51,9 @@ about this long after it died."""
 
 LOCK_TTL = 10
 """Seconds the abandoned-jobs lock is held at most (released at once after each pass)."""
+
+STUCK_GRACE = 5
+"""Seconds a job may sit popped but not started (normally milliseconds) before it is queued again."""
 
 UNSYNCED_GRACE = 30
 """Seconds an ended request's message may wait for its update before the update is queued again."""
@@ -103,6 +109,7 @@ class Maintenance:
         now = time.time() if now is None else now
         self.beat()
         self.move_due_retries(now)
+        self.rescue_stuck(now)
         self.recover_abandoned()
         self.requeue_unsynced(now)
 
@@ -121,6 +128,24 @@ class Maintenance:
                 except (InvalidJobOperation, NoSuchJobError):
                     pass  # another worker took it first, or it expired meanwhile
         return moved
+
+    def rescue_stuck(self, now: float) -> int:
+        """Queue again (at the front) jobs popped by a worker that never started them."""
+        rescued = 0
+        for queue in self.queues:
+            stuck = queue.intermediate_queue
+            for job_id in stuck.get_job_ids():
+                if job_id in queue.started_job_registry:
+                    continue
+                stuck.set_first_seen(job_id)  # shared by all workers: the first sighting counts
+                first_seen = stuck.get_first_seen(job_id)
+                if first_seen is None or now - first_seen.timestamp() < STUCK_GRACE:
+                    continue
+                if self.connection.lrem(stuck.key, 1, job_id):  # claimed: no other worker requeues it
+                    queue.push_job_id(job_id, at_front=True)
+                    logger.warning("job %s was popped but never started; queued again", job_id)
+                    rescued += 1
+        return rescued
 
     def recover_abandoned(self) -> int:
         """Run again the jobs of workers that died mid-job; returns how many."""

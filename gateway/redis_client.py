@@ -9,8 +9,11 @@ comes from here, so a dead connection is noticed within ``DEAD_PEER_SECONDS`` an
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import socket
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from redis import Redis as SyncRedis
@@ -22,8 +25,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-COMMAND_TIMEOUT = 5.0
-"""Seconds one command may wait for its reply before its connection is dropped as dead."""
+from schemas.errors import StoreUnavailableError
+
+COMMAND_TIMEOUT = 3.0
+"""Seconds one command may wait for its reply before its connection is dropped as dead (humangate's
+commands and scripts take milliseconds; a reply this late means the server or the path is gone)."""
 
 CONNECT_TIMEOUT = 3.0
 """Seconds to open a connection (a Redis that is down refuses at once; a blackholed one does not)."""
@@ -40,6 +46,10 @@ HEALTH_CHECK_INTERVAL = 10
 RETRIES = 1
 """A failed command is retried once, on a fresh connection: that hides a stale pooled connection
 (a Redis restart) but not an outage, which the caller handles with its own backoff."""
+
+OPERATION_DEADLINE = 2 * COMMAND_TIMEOUT + 1
+"""Seconds one operation on Redis may take in all (a health check, a retry on a fresh connection
+and the command itself included) before it fails as "store unavailable"."""
 
 POOL_SIZE = 64
 """Connections one gateway process opens at most; commands queue for a free one under a burst."""
@@ -75,6 +85,9 @@ def _common(socket_timeout: float) -> dict[str, Any]:
         "socket_keepalive_options": keepalive_options(),
         "health_check_interval": HEALTH_CHECK_INTERVAL,
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+        # No CLIENT SETINFO on connect: two more round trips, each waiting out the timeout when
+        # Redis cannot answer, before the command itself is even sent.
+        "driver_info": None,
     }
 
 
@@ -108,3 +121,27 @@ def safe_url(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def store_operation(method: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Bound an async operation on Redis by ``OPERATION_DEADLINE`` and turn "Redis unreachable"
+    errors into ``StoreUnavailableError``: nothing waits on Redis longer, and callers either retry
+    or tell their client to."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            async with asyncio.timeout(OPERATION_DEADLINE):
+                return await method(*args, **kwargs)
+        except TimeoutError as exc:
+            raise StoreUnavailableError(f"Redis did not answer within {OPERATION_DEADLINE:.0f} s") from exc
+        except Exception as exc:
+            if is_unavailable(exc):
+                raise StoreUnavailableError(f"Redis is unavailable ({type(exc).__name__}: {exc})") from exc
+            raise
+
+    return wrapper

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from redis import Redis as SyncRedis
 from rq import Queue, SimpleWorker
@@ -20,7 +21,7 @@ from rq.worker import WorkerStatus
 
 from gateway.queue import queue_name
 from gateway.recovery import Maintenance
-from gateway.redis_client import sync_redis
+from gateway.redis_client import is_unavailable, safe_url, sync_redis
 from workers.loop import close_job_loop
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,9 @@ MAINTENANCE_INTERVAL = 60
 
 IDLE_STOP_WAIT = 0.2
 """Seconds a stopping gateway gives an idle worker thread (a daemon: it ends with the process)."""
+
+START_RETRY_DELAY = 1.0
+"""Seconds between attempts to reach Redis when a worker starts during an outage."""
 
 STOP_TIMEOUT = 130.0
 """Seconds a stopping gateway waits for its worker thread's job in flight (a job's timeout + 10)."""
@@ -60,14 +64,26 @@ def queues_of(connection: SyncRedis, channels: list[str]) -> list[Queue]:
 
 
 def _worker(cls: type[HumangateWorker], redis_url: str, channels: list[str]) -> HumangateWorker:
+    """A worker, once Redis answers (RQ talks to Redis as it builds one): a worker started during a
+    Redis outage waits for it instead of dying."""
     connection = sync_redis(redis_url)
-    return cls(
-        queues_of(connection, channels),
-        connection=connection,
-        serializer=JSONSerializer,
-        worker_ttl=WORKER_TTL,
-        maintenance_interval=MAINTENANCE_INTERVAL,
-    )
+    waiting = False
+    while True:
+        try:
+            return cls(
+                queues_of(connection, channels),
+                connection=connection,
+                serializer=JSONSerializer,
+                worker_ttl=WORKER_TTL,
+                maintenance_interval=MAINTENANCE_INTERVAL,
+            )
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            if not waiting:
+                logger.warning("Redis at %s is unavailable (%s); waiting for it", safe_url(redis_url), exc)
+            waiting = True
+            time.sleep(START_RETRY_DELAY)
 
 
 def _maintenance(redis_url: str, worker: HumangateWorker, channels: list[str]) -> Maintenance:

@@ -2,28 +2,27 @@
 
 Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Every change of state
 is one Lua script (``gateway.store_scripts``): the first terminal transition wins, and every
-ending writes its event to the stream that wakes waiting calls, in the same atomic step. Redis
-errors that mean "unreachable" surface as ``StoreUnavailableError``.
+ending writes its event to the stream that wakes waiting calls, in the same atomic step. Every
+operation is bounded in time, and Redis errors that mean "unreachable" surface as
+``StoreUnavailableError`` (``gateway.redis_client.store_operation``).
 """
 
 from __future__ import annotations
 
 import enum
-import functools
 import hmac
 import json
 import logging
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
 from gateway import store_scripts as scripts
 from gateway.queue import Command, flatten
-from gateway.redis_client import is_unavailable
-from schemas.errors import AlreadyAnsweredError, ExpiredError, StoreUnavailableError, UnknownRequestError
+from gateway.redis_client import store_operation
+from schemas.errors import AlreadyAnsweredError, ExpiredError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 
 logger = logging.getLogger(__name__)
@@ -33,26 +32,6 @@ REAP_BATCH = 500
 
 MAX_TOKEN_LENGTH = 200
 """Longest form token looked up at all (ids are 16 characters, secrets 32)."""
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _unavailable_as_error(
-    method: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn "Redis unreachable" errors into ``StoreUnavailableError`` (callers retry or say so)."""
-
-    @functools.wraps(method)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await method(*args, **kwargs)
-        except Exception as exc:
-            if is_unavailable(exc):
-                raise StoreUnavailableError(f"Redis is unavailable ({type(exc).__name__}: {exc})") from exc
-            raise
-
-    return wrapper
 
 
 class Opened(enum.Enum):
@@ -102,7 +81,7 @@ class HumanFunctionStore:
         self._reap = redis.register_script(scripts.REAP)
         self._note = redis.register_script(scripts.NOTE)
 
-    @_unavailable_as_error
+    @store_operation
     async def create(
         self, hf: HumanFunction, fingerprint: str, expire_reason: str, delivery: list[Command]
     ) -> tuple[HumanFunction, Opened]:
@@ -128,7 +107,7 @@ class HumanFunctionStore:
             return hf, opened
         return _load(_pairs(fields)), opened
 
-    @_unavailable_as_error
+    @store_operation
     async def get(self, hf_id: str) -> HumanFunction:
         """The whole Human Function; ``UnknownRequestError`` if there is none (or it expired away)."""
         fields = await self.redis.hgetall(keys.human_function(hf_id))
@@ -149,7 +128,7 @@ class HumanFunctionStore:
             raise UnknownRequestError("this link is not valid or has expired")
         return hf
 
-    @_unavailable_as_error
+    @store_operation
     async def finish(
         self, hf_id: str, outcome: Outcome, expired: Outcome, update: list[Command], *, retain: bool
     ) -> HumanFunction:
@@ -181,7 +160,7 @@ class HumanFunctionStore:
             raise closed_error(Outcome.model_validate_json(_text(detail)))
         return _load(_pairs(detail))
 
-    @_unavailable_as_error
+    @store_operation
     async def reap(self, now: float) -> Reaped:
         """Expire up to ``REAP_BATCH`` overdue pending functions in one step."""
         due, expired, flat = await self._reap(
@@ -191,7 +170,7 @@ class HumanFunctionStore:
         pairs = [(_text(i), _text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
         return Reaped(int(due), int(expired), pairs)
 
-    @_unavailable_as_error
+    @store_operation
     async def note_delivery(self, hf_id: str, note: str | None) -> None:
         """Record (or clear, with ``None``) what went wrong delivering a pending request; its waiting
         calls hear of it at once."""
@@ -200,32 +179,32 @@ class HumanFunctionStore:
             args=[hf_id, (note or "")[:500], keys.EVENTS_KEEP_SECONDS],
         )
 
-    @_unavailable_as_error
+    @store_operation
     async def mark_returned(self, hf_id: str) -> None:
         """A call returned this function's result: an identical call now asks again."""
         await self.redis.hset(keys.human_function(hf_id), "returned", "1")
 
-    @_unavailable_as_error
+    @store_operation
     async def set_refs(self, hf_id: str, refs: dict[str, Any]) -> None:
         """Record where a channel posted the request (message ids), for later updates."""
         await self.redis.hset(keys.human_function(hf_id), mapping={"refs": json.dumps(refs)})
 
-    @_unavailable_as_error
+    @store_operation
     async def set_refs_if_missing(self, hf_id: str, refs: dict[str, Any]) -> bool:
         """Record references learnt from a platform callback, unless some are recorded already."""
         return bool(await self.redis.hsetnx(keys.human_function(hf_id), "refs", json.dumps(refs)))
 
-    @_unavailable_as_error
+    @store_operation
     async def count_delivery_attempt(self, hf_id: str) -> int:
         """Count one more start of the deliver job; returns the count including this one."""
         return int(await self.redis.hincrby(keys.human_function(hf_id), "attempts", 1))
 
-    @_unavailable_as_error
+    @store_operation
     async def synced(self, hf_id: str) -> None:
         """The channel message shows ``hf_id``'s outcome: nothing left to update."""
         await self.redis.zrem(keys.UNSYNCED, hf_id)
 
-    @_unavailable_as_error
+    @store_operation
     async def unsynced_before(self, when: float, limit: int = 100) -> list[tuple[str, str]]:
         """(id, channel) of ended functions whose message was still not updated at ``when``."""
         ids = [_text(i) for i in await self.redis.zrangebyscore(keys.UNSYNCED, "-inf", when, 0, limit)]
@@ -237,7 +216,7 @@ class HumanFunctionStore:
                 await self.redis.zrem(keys.UNSYNCED, hf_id)
         return found
 
-    @_unavailable_as_error
+    @store_operation
     async def states(self, hf_ids: list[str]) -> dict[str, tuple[Status | None, str | None, str | None]]:
         """(status, outcome JSON, delivery note) of each id, in one round trip; status None if gone."""
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -253,7 +232,7 @@ class HumanFunctionStore:
             for hf_id, (status, outcome, note) in zip(hf_ids, rows, strict=True)
         }
 
-    @_unavailable_as_error
+    @store_operation
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
         return [_text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]

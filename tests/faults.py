@@ -122,9 +122,12 @@ class TcpProxy:
         self._writers.add(upstream_writer)
         if self.mode is Mode.BLACKHOLE:
             self._dead.update((writer, upstream_writer))
-        await asyncio.gather(
-            self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer), return_exceptions=True
-        )
+        with contextlib.suppress(asyncio.CancelledError):  # the proxy stopping
+            await asyncio.gather(
+                self._pipe(reader, upstream_writer),
+                self._pipe(upstream_reader, writer),
+                return_exceptions=True,
+            )
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -185,10 +185,11 @@ def render_unknown_page(nonce: str) -> str:
     return _env.get_template("web_unknown.html").render(nonce=nonce, title="Link not valid", notice=None)
 
 
-def render_unavailable_page(nonce: str) -> str:
-    """The page shown while the store cannot be reached (served with 503 and ``Retry-After``)."""
+def render_unavailable_page(nonce: str, *, answering: bool = False) -> str:
+    """The page shown while the store cannot be reached (served with 503 and ``Retry-After``);
+    ``answering`` when it answers a form post, which was not saved."""
     return _env.get_template("web_unavailable.html").render(
-        nonce=nonce, title="Try again in a moment", notice=None
+        nonce=nonce, title="Try again in a moment", notice=None, answering=answering
     )
 
 

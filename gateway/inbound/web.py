@@ -54,9 +54,9 @@ def _page(html: str, nonce: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(html, status_code=status, headers=headers)
 
 
-def _unavailable(nonce: str, exc: StoreUnavailableError) -> HTMLResponse:
+def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
     logger.warning("form page unavailable: %s", exc)
-    return _page(render_unavailable_page(nonce), nonce, 503)
+    return _page(render_unavailable_page(nonce, answering=answering), nonce, 503)
 
 
 def _context(runtime: Runtime, hf: HumanFunction) -> RenderContext:
@@ -93,7 +93,7 @@ async def submit_form(request: Request, token: str) -> Response:
     except UnknownRequestError:
         return _page(render_unknown_page(nonce), nonce, 404)
     except StoreUnavailableError as exc:
-        return _unavailable(nonce, exc)
+        return _unavailable(nonce, exc, answering=True)
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
     ctx = _context(runtime, hf)
@@ -115,7 +115,7 @@ async def submit_form(request: Request, token: str) -> Response:
         try:
             hf = await runtime.store.get(hf.id)
         except StoreUnavailableError as unavailable:
-            return _unavailable(nonce, unavailable)
+            return _unavailable(nonce, unavailable, answering=True)
         return _page(
             render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))), nonce, 409
         )
