@@ -13,8 +13,11 @@ from typing import Any
 
 from channels.display import clip, iso_time
 
-MAX_TEXT = 4000
-"""Characters of one run of agent or person text (the whole card has its own budget)."""
+MAX_TEXT = 10_000
+"""Characters of one run of agent or person text (more than a message may have: the card as a whole
+has its own budget)."""
+
+_BLOCK_PROPERTIES = frozenset({"spacing", "separator", "horizontalAlignment"})
 
 
 def run(text: str, *, limit: int = MAX_TEXT, **style: Any) -> dict[str, Any]:
@@ -28,8 +31,9 @@ def plain(*runs: dict[str, Any], **props: Any) -> dict[str, Any]:
 
 
 def plain_text(text: str, *, limit: int = MAX_TEXT, **style: Any) -> dict[str, Any]:
-    """One run of plain text as a block."""
-    return plain(run(text, limit=limit, **style))
+    """One run of plain text as a block (``spacing`` and ``separator`` go to the block)."""
+    block = {key: style.pop(key) for key in list(style) if key in _BLOCK_PROPERTIES}
+    return plain(run(text, limit=limit, **style), **block)
 
 
 def moment(prefix: str, epoch: float, **props: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import pytest
 
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
+from tests.fakes.teams import FakeTeams
 
 
 @pytest.fixture
@@ -21,5 +22,14 @@ def slack() -> Iterator[FakeSlack]:
 def discord() -> Iterator[FakeDiscord]:
     """A fake Discord REST API (point a gateway at it with ``**discord.env()``)."""
     fake = FakeDiscord()
+    with fake.server.running():
+        yield fake
+
+
+@pytest.fixture
+def teams() -> Iterator[FakeTeams]:
+    """A fake Bot Connector, token endpoint and OpenID metadata (point a gateway at it with
+    ``**teams.env()``)."""
+    fake = FakeTeams()
     with fake.server.running():
         yield fake
