@@ -17,7 +17,7 @@ from typing import Any
 from channels.display import approval_field
 from channels.teams.card import APPROVE, CANCEL, DECLINE, REASON_ID, SUBMIT
 from channels.teams.inputs import typed_values
-from schemas.answers import coerce_text_values
+from schemas.answers import coerce_text_values, validate_answer
 from schemas.errors import InvalidAnswerError
 from schemas.models import Action, Answer, HumanFunction
 
@@ -87,7 +87,7 @@ def answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
         field = approval_field(schema)
         if (action.verb == APPROVE) != (field is not None):
             raise InvalidAnswerError({"": "this button does not answer this request"})
-        content = coerce_text_values(schema, typed_values(schema, action.data))
+        content = typed_content(schema, typed_values(schema, action.data))
         if field is not None:
             content[field] = True
         return Answer(action=Action.ACCEPT, content=content, by=by, via=VIA)
@@ -98,3 +98,18 @@ def answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
     if action.verb == CANCEL:
         return Answer(action=Action.CANCEL, by=by, via=VIA)
     raise InvalidAnswerError({"": "this button does not answer the request by itself"})
+
+
+def typed_content(schema: Mapping[str, Any], typed: Mapping[str, list[str]]) -> dict[str, Any]:
+    """``coerce_text_values``, but a refusal names every failing field at once: the fields that could
+    not be read, and what the answer check says of the others (the service checks again on answer)."""
+    try:
+        return coerce_text_values(schema, typed)
+    except InvalidAnswerError as exc:
+        unreadable = exc.errors
+    readable = coerce_text_values(schema, {k: v for k, v in typed.items() if k not in unreadable})
+    try:
+        validate_answer(schema, readable)
+    except InvalidAnswerError as exc:
+        raise InvalidAnswerError(exc.errors | unreadable) from None
+    raise InvalidAnswerError(dict(unreadable))

@@ -54,6 +54,7 @@ NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_TEAMS_ALLOWED_USERS). Nothing was changed."
 )
 GONE = "This request is no longer known to humangate (it ended more than a day ago)."
+TOO_LATE = "This request has already ended; your click changed nothing."
 STILL_WORKING = "Your answer is being recorded; the card will show it in a moment."
 
 Reply = dict[str, Any]
@@ -158,8 +159,10 @@ async def _execute(runtime: Runtime, action: CardAction, activity: Mapping[str, 
     if not is_allowed(object_id, runtime.settings.teams_allowed_users):
         logger.info("refused a user not allowed hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return card_reply(render_card(hf, ctx, notice=NOT_ALLOWED))
-    if action.verb == REFRESH or not hf.is_pending:
+    if action.verb == REFRESH:
         return card_reply(render_card(hf, ctx))
+    if not hf.is_pending:
+        return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
         return card_reply(reason_card(hf))
     await _adopt(runtime, hf, activity)
@@ -171,7 +174,7 @@ async def _execute(runtime: Runtime, action: CardAction, activity: Mapping[str, 
         return card_reply(render_card(hf, ctx, typed=typed, errors=exc.errors))
     except ClosedError as exc:
         current = await runtime.store.get(hf.id)
-        notice = f"{sentence_case(str(exc))}; your answer changed nothing."
+        notice = f"{sentence_case(str(exc))}; your click changed nothing."
         return card_reply(render_card(current, ctx, notice=notice))
     return card_reply(render_card(ended, ctx))
 
