@@ -65,6 +65,11 @@ class TooLargeError(DeliveryError):
     """Teams refused the activity as too large (413): nothing was posted."""
 
 
+_tokens: dict[tuple[str, str, int], tuple[str, float]] = {}
+"""Tokens of this process by (token URL, app id, hash of the password), with their expiry: each
+delivery job opens its own client, and the token endpoint need not be asked for each card."""
+
+
 @dataclass
 class BotToken:
     """The bot's own access token for the Bot Connector, fetched when missing or nearly expired."""
@@ -73,18 +78,18 @@ class BotToken:
     url: str
     app_id: str
     password: str
-    _value: str = ""
-    _expires: float = 0.0
     _lock: asyncio.Lock | None = None
 
     async def __call__(self) -> str:
         if self._lock is None:
             self._lock = asyncio.Lock()
+        key = (self.url, self.app_id, hash(self.password))
         async with self._lock:
-            if not self._value or time.time() > self._expires - TOKEN_MARGIN:
-                self._value, lifetime = await self._fetch()
-                self._expires = time.time() + lifetime
-            return self._value
+            value, expires = _tokens.get(key, ("", 0.0))
+            if not value or time.time() > expires - TOKEN_MARGIN:
+                value, lifetime = await self._fetch()
+                _tokens[key] = (value, time.time() + lifetime)
+            return value
 
     async def _fetch(self) -> tuple[str, float]:
         form = {

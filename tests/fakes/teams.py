@@ -142,7 +142,7 @@ class FakeTeams:
             "aud": APP_ID,
         } | claims
         body = {k: v for k, v in body.items() if v is not None}
-        signer: Any = key if algorithm.startswith("RS") else PASSWORD
+        signer: Any = key if algorithm.startswith("RS") else PASSWORD * 3  # HMAC: any long shared secret
         return jwt.encode(body, signer, algorithm=algorithm, headers={"kid": kid})
 
     def activities_path(self, activity_id: str = "") -> str:
