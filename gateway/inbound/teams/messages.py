@@ -85,7 +85,13 @@ async def messages(request: Request) -> Response:
     activity = verified.activity
     action = card_action(activity)
     if action is None:
-        logger.info("ignored a %s activity channel=teams", str(activity.get("type"))[:40])
+        # The conversation id helps set HUMANGATE_TEAMS_CONVERSATION: mention the bot where it should post.
+        conversation = _conversation(activity).removesuffix("|")[:200]
+        logger.info(
+            "ignored a %s activity channel=teams conversation=%s",
+            str(activity.get("type"))[:40],
+            conversation,
+        )
         return Response(status_code=200)
     activity_id = activity.get("id")
     if not isinstance(activity_id, str) or not activity_id:
