@@ -175,7 +175,7 @@ def verify_activity(
         raise SignatureError(f"the token has no {exc.claim} claim") from None
     except jwt.InvalidSignatureError:
         raise SignatureError("the token's signature does not verify with its key") from None
-    except jwt.PyJWTError as exc:
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:  # a malformed key or token part
         raise SignatureError(f"the token is invalid ({type(exc).__name__})") from None
     _check_times(claims, now)
     _check_service_url(claims, activity)

@@ -19,6 +19,7 @@ that Teams joins with commas.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -100,9 +101,9 @@ def _element(prop: Mapping[str, Any], given: list[str] | None) -> dict[str, Any]
         for key, bound in (("min", "minimum"), ("max", "maximum")):
             if bound in prop:
                 element[key] = prop[bound]
-        value = given[0] if given else default
-        if value not in (None, ""):
-            element["value"] = value
+        number = _number(given[0] if given else default)
+        if number is not None:
+            element["value"] = number
         return element
     if kind == "boolean":
         on = given[0] == "true" if given else default is True
@@ -126,6 +127,21 @@ def _element(prop: Mapping[str, Any], given: list[str] | None) -> dict[str, Any]
     if chosen:
         element["value"] = ",".join(chosen)
     return element
+
+
+def _number(value: Any) -> int | float | None:
+    """A number box's value: a JSON number, or typed text that reads as one (else nothing)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    try:
+        number = float(str(value))
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return int(number) if number.is_integer() and "." not in str(value) else number
 
 
 def _text(prop: Mapping[str, Any], value: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from channels.display import sentence_case
 from channels.registry import CHANNELS
 from channels.teams.actions import CardAction, answer_of, card_action, is_allowed, person
 from channels.teams.auth import Verified, bearer_token, key_id
-from channels.teams.card import ASK_REASON, REFRESH, reason_card, render_card
+from channels.teams.card import ASK_REASON, REFRESH, reason_card, render_card, summary_of
 from channels.teams.channel import TeamsChannel
 from channels.teams.connector import TeamsClient
 from channels.teams.inputs import typed_values
@@ -102,7 +102,7 @@ async def messages(request: Request) -> Response:
         logger.info("replayed activity not applied again hf=%s channel=teams", action.hf_id)
         return JSONResponse(await _current(runtime, action)) if action.execute else Response(status_code=200)
     if action.execute:
-        return JSONResponse(await _within_budget(_execute(runtime, action, activity), action.hf_id))
+        return JSONResponse(await within_budget(_execute(runtime, action, activity), action.hf_id))
     await _submit(runtime, action, activity)
     return Response(status_code=200)
 
@@ -130,14 +130,22 @@ def message_reply(text: str) -> Reply:
     return {"statusCode": 200, "type": MESSAGE, "value": text}
 
 
-async def _within_budget(work: Coroutine[Any, Any, Reply], hf_id: str) -> Reply:
+async def within_budget(work: Coroutine[Any, Any, Reply], hf_id: str, budget: float = ANSWER_BUDGET) -> Reply:
+    """``work``'s reply if it is ready within ``budget`` seconds; else a message saying the answer
+    is being recorded, while the work goes on."""
     task = asyncio.ensure_future(work)
-    done, _ = await asyncio.wait({task}, timeout=ANSWER_BUDGET)
+    done, _ = await asyncio.wait({task}, timeout=budget)
     if task in done:
         return task.result()
-    logger.warning("click still being recorded after %.1f s hf=%s channel=teams", ANSWER_BUDGET, hf_id)
+    logger.warning("click still being recorded after %.1f s hf=%s channel=teams", budget, hf_id)
+
+    def finished(done: asyncio.Task[Reply]) -> None:
+        _running.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            logger.error("late click failed hf=%s channel=teams", hf_id, exc_info=done.exception())
+
     _running.add(task)
-    task.add_done_callback(_running.discard)
+    task.add_done_callback(finished)
     return message_reply(STILL_WORKING)
 
 
@@ -224,7 +232,7 @@ async def _show(runtime: Runtime, hf: HumanFunction, card: Mapping[str, Any]) ->
         return
     client: TeamsClient = await runtime.channel_client("teams")
     try:
-        await client.edit(str(conversation), str(activity_id), card, hf.message[:200])
+        await client.edit(str(conversation), str(activity_id), card, summary_of(hf))
     except DeliveryError as exc:
         logger.warning("cannot show the refused answer hf=%s channel=teams: %s", hf.id, exc)
 

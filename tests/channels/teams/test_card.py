@@ -202,4 +202,4 @@ def test_a_refused_answer_comes_back_with_what_was_typed_and_the_errors() -> Non
     assert shown.index("must be a whole number") > shown.index(
         "Your answer was not recorded. Please fix the fields marked below."
     )
-    assert next(inputs(card))["value"] == "4.5"
+    assert next(inputs(card))["value"] == 4.5

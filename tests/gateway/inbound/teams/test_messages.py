@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import StartGateway
-from tests.fakes.teams import ADA, BO, FakeTeams, card_of
+from tests.fakes.teams import ADA, BO, BOT_TOKEN, PASSWORD, FakeTeams, card_of
 from tests.fakes.teams_activities import actions, card_of_posted, inputs, invoke, send, submit
 from tests.gateway.flows import post_form
 from tests.gateway.inbound.teams.flows import APPROVAL, ask, outcome_of, reply_card, texts
@@ -25,6 +25,7 @@ async def test_an_approval_is_approved_with_one_click_and_the_card_shows_it(
     assert list(actions(card)) == ["Approve", "Decline…", "Cancel"]
     response = await send(gateway.url, teams, invoke(teams, posted, "Approve", user=ADA))
     assert response.status_code == 200, response.text
+    assert response.elapsed.total_seconds() < 5  # Teams' limit for an invoke response
     shown = reply_card(response.json())
     assert outcome_of(shown) == f"Approved by {ADA.by}"
     assert "actions" not in shown
@@ -34,6 +35,8 @@ async def test_an_approval_is_approved_with_one_click_and_the_card_shows_it(
     assert outcome_of(edited) == f"Approved by {ADA.by}"
     assert len(teams.post_calls()) == 1
     assert card_of(teams.stored()[0]) == edited
+    log = gateway.output()
+    assert "channel=teams" in log and BOT_TOKEN not in log and PASSWORD not in log
 
 
 PROFILE = {
@@ -94,7 +97,7 @@ async def test_a_form_shows_each_invalid_field_on_the_card_then_accepts_the_fix(
     ):
         assert error in shown, (error, shown)
     values = {element["label"]: element.get("value") for element in inputs(refused)}
-    assert values["Email"] == "not-an-email" and values["Age"] == "17.5" and values["Tags"] == "0,2"
+    assert values["Email"] == "not-an-email" and values["Age"] == 17.5 and values["Tags"] == "0,2"
     assert values["Newsletter"] == "false" and values["Colour"] == "1"
     assert not call.task.done()
 
