@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from channels.display import clip, display_value, field_label, range_text
-from channels.teams.text import plain_text
+from channels.display import clip, field_label
+from channels.teams.text import UTC_NOTE, hint_text, plain_text, required_words
 from schemas.flat import is_required, kind_of, options_of
 
 EXPANDED_MAX_OPTIONS = 5
@@ -37,8 +37,6 @@ MULTILINE_FROM = 200
 """A text field allowing more characters than this (or no limit) is multi-line, unless it has a pattern."""
 MAX_LABEL = 300
 """Characters of a label or an option title."""
-UTC_NOTE = "UTC"
-"""The zone a date-time's time is read in, said on the card."""
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SAFE_ESCAPES = frozenset("dDwWsSbB.\\/-^$*+?()[]{}|nrtf")
@@ -221,49 +219,6 @@ def _js_safe(pattern: str) -> bool:
         return False
     escaped = re.findall(r"\\(.)", pattern)
     return all(char in _SAFE_ESCAPES for char in escaped)
-
-
-def required_words(prop: Mapping[str, Any]) -> str:
-    """What a missing or malformed value needs, for the card's own check."""
-    kind = kind_of(prop)
-    if kind == "multi_select":
-        return "choose at least one"
-    if kind == "single_select":
-        return "choose one"
-    return hint_text(prop) or "a value is required"
-
-
-def hint_text(prop: Mapping[str, Any]) -> str:
-    """What a field takes beyond its input, in plain words; ``''`` when the input says it all."""
-    kind = kind_of(prop)
-    parts: list[str] = []
-    if kind == "string":
-        fmt = prop.get("format")
-        words = {
-            "email": "an email address",
-            "uri": "a web address",
-            "date-time": f"a date and a time ({UTC_NOTE})",
-        }
-        parts += [words[fmt]] if fmt in words else []
-        length = range_text(prop.get("minLength") or None, prop.get("maxLength"), unit="characters")
-        parts += [length] if length else []
-        if "pattern" in prop:
-            parts.append(f"matching {prop['pattern']}")
-    elif kind in ("number", "integer"):
-        noun = "a whole number" if kind == "integer" else "a number"
-        bounds = range_text(prop.get("minimum"), prop.get("maximum"), between=True)
-        parts.append(f"{noun} {bounds}" if bounds else noun)
-    elif kind == "multi_select":
-        count = range_text(prop.get("minItems") or None, prop.get("maxItems"))
-        if count:
-            parts.append(f"choose {count}")
-    if "default" in prop and kind != "boolean":
-        parts.append(f"default: {display_value(prop, prop['default'])}")
-    text = "; ".join(parts)
-    about = prop.get("description")
-    if isinstance(about, str) and about.strip():
-        text = f"{about.strip()} ({text})" if text else about.strip()
-    return clip(text, 1000)
 
 
 def typed_values(schema: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, list[str]]:
