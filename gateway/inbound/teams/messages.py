@@ -29,7 +29,17 @@ from channels.display import sentence_case
 from channels.registry import CHANNELS
 from channels.teams.actions import CardAction, answer_of, card_action, is_allowed, person
 from channels.teams.auth import Verified, bearer_token, key_id
-from channels.teams.card import ASK_REASON, REFRESH, reason_card, render_card, summary_of
+from channels.teams.card import (
+    APPROVE,
+    ASK_REASON,
+    CANCEL,
+    DECLINE,
+    REFRESH,
+    SUBMIT,
+    reason_card,
+    render_card,
+    summary_of,
+)
 from channels.teams.channel import TeamsChannel
 from channels.teams.connector import TeamsClient
 from channels.teams.inputs import typed_values
@@ -56,6 +66,9 @@ NOT_ALLOWED = (
 GONE = "This request is no longer known to humangate (it ended more than a day ago)."
 TOO_LATE = "This request has already ended; your click changed nothing."
 STILL_WORKING = "Your answer is being recorded; the card will show it in a moment."
+
+ANSWERS = frozenset({APPROVE, SUBMIT, DECLINE, CANCEL})
+"""Verbs that answer a request (the others show a card)."""
 
 Reply = dict[str, Any]
 _running: set[asyncio.Task[Reply]] = set()
@@ -200,7 +213,8 @@ async def _submit(runtime: Runtime, action: CardAction, activity: Mapping[str, A
     except UnknownRequestError:
         return
     object_id, by = person(activity)
-    if not is_allowed(object_id, runtime.settings.teams_allowed_users) or not hf.is_pending:
+    allowed = is_allowed(object_id, runtime.settings.teams_allowed_users)
+    if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return
     await _adopt(runtime, hf, activity)

@@ -209,6 +209,8 @@ async def test_the_submit_fallback_answers_and_the_card_is_updated(
     gateway = start_gateway(**teams.env())
     schema = {"type": "object", "properties": {"n": {"type": "number", "title": "N"}}, "required": ["n"]}
     call, posted = await ask(gateway, teams, "A number", schema)
+    refresh = submit(teams, posted, "Send") | {"value": {"hg": posted_hf(posted), "act": "refresh"}}
+    assert (await send(gateway.url, teams, refresh)).status_code == 200
     response = await send(gateway.url, teams, submit(teams, posted, "Send", {"N": "x"}))
     assert response.status_code == 200 and response.content == b""
     refused = await teams.edited(str(posted["id"]), lambda c: "must be a number" in texts_joined(c))
@@ -218,6 +220,7 @@ async def test_the_submit_fallback_answers_and_the_card_is_updated(
     assert text_of(await call.result()) == 'User provided: {"n":2.5}'
     edited = await teams.edited(str(posted["id"]), lambda c: bool(outcome_of(c)))
     assert outcome_of(edited) == f"Answered by {BO.by}"
+    assert len(teams.server.calls_to(teams.activities_path(str(posted["id"])), "PUT")) == 2
 
 
 async def test_a_replayed_click_is_applied_once(start_gateway: StartGateway, teams: FakeTeams) -> None:
@@ -239,6 +242,11 @@ async def test_an_unconfigured_teams_endpoint_is_a_404_naming_the_settings(
     gateway = start_gateway()
     response = await send(gateway.url, teams, {"type": "message"})
     assert response.status_code == 404 and "TEAMS_APP_ID" in response.json()["detail"]
+
+
+def posted_hf(posted: dict[str, Any]) -> str:
+    """The Human Function id a posted card's buttons carry."""
+    return str(actions(card_of_posted(posted))["Cancel"]["data"]["hg"])
 
 
 def texts_joined(card: dict[str, Any]) -> str:
