@@ -5,6 +5,7 @@ from __future__ import annotations
 from channels.base import Channel
 from channels.discord.channel import DiscordChannel
 from channels.slack.channel import SlackChannel
+from channels.teams.channel import TeamsChannel
 from channels.web.channel import WebChannel
 from schemas.errors import NotConfiguredError
 from schemas.settings import CHANNEL_NAMES, Settings
@@ -12,6 +13,7 @@ from schemas.settings import CHANNEL_NAMES, Settings
 CHANNELS: dict[str, Channel] = {
     "slack": SlackChannel(),
     "discord": DiscordChannel(),
+    "teams": TeamsChannel(),
     "web": WebChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""

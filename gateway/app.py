@@ -20,6 +20,7 @@ from gateway.events import Events
 from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
 from gateway.inbound.slack import events as slack_events
+from gateway.inbound.teams import messages as teams_messages
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
 from gateway.mcp_server import build_mcp
@@ -92,6 +93,7 @@ def create_app(
     app.include_router(web.router)
     app.include_router(slack_events.router)
     app.include_router(discord_interactions.router)
+    app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.add_middleware(BodySizeLimit)

@@ -72,14 +72,17 @@ class Settings(BaseSettings):
     teams_app_password: SecretStr | None = Field(None, validation_alias=_env("TEAMS_APP_PASSWORD"))
     teams_tenant_id: str | None = Field(None, validation_alias=_env("TEAMS_TENANT_ID"))
     teams_conversation: str | None = None
-    teams_service_url: str | None = None
-    teams_openid_url: str | None = None
+    teams_service_url: str = "https://smba.trafficmanager.net/teams/"
+    teams_openid_url: str = "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    teams_token_url: str | None = None
+    teams_allowed_users: CommaList = Field(default_factory=list)
 
     @field_validator(
         "allowed_hosts",
         "slack_allowed_users",
         "discord_allowed_users",
         "discord_allowed_roles",
+        "teams_allowed_users",
         mode="before",
     )
     @classmethod
@@ -103,6 +106,14 @@ class Settings(BaseSettings):
     @property
     def public_host(self) -> str:
         return urlsplit(self.public_url).netloc
+
+    @property
+    def teams_token_endpoint(self) -> str:
+        """``HUMANGATE_TEAMS_TOKEN_URL``, else Microsoft Entra's token endpoint of ``TEAMS_TENANT_ID``."""
+        if self.teams_token_url:
+            return self.teams_token_url
+        tenant = self.teams_tenant_id or "botframework.com"
+        return f"https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
 
 
 _current: Settings | None = None

@@ -22,6 +22,7 @@ from schemas.settings import Settings, override_settings
 from tests.browser import OpenPage, Watched, launch_chromium, watch
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
+from tests.fakes.teams import FakeTeams
 
 START_TIMEOUT = 30.0
 """Seconds a gateway process may take to answer /healthz."""
@@ -235,5 +236,14 @@ def slack() -> Iterator[FakeSlack]:
 def discord() -> Iterator[FakeDiscord]:
     """A fake Discord REST API (point a gateway at it with ``**discord.env()``)."""
     fake = FakeDiscord()
+    with fake.server.running():
+        yield fake
+
+
+@pytest.fixture
+def teams() -> Iterator[FakeTeams]:
+    """A fake Bot Connector, token endpoint and OpenID metadata (point a gateway at it with
+    ``**teams.env()``)."""
+    fake = FakeTeams()
     with fake.server.running():
         yield fake

@@ -83,3 +83,23 @@ def test_systemd_units_run_real_commands(unit: str) -> None:
     assert stop is not None
     if unit.startswith("humangate-worker"):
         assert "KillMode=mixed" in text and int(stop.group(1)) > JOB_TIMEOUT
+
+
+def test_the_teams_app_package_is_valid_and_names_real_settings() -> None:
+    folder = DEPLOY / "teams"
+    text = (folder / "manifest.json").read_text()
+    manifest = json.loads(text)
+    placeholders = set(re.findall(r"\{\{([A-Z_]+)\}\}", text))
+    assert placeholders == {"TEAMS_APP_ID", "HUMANGATE_PUBLIC_URL"} <= known_variables()
+    assert manifest["manifestVersion"] == "1.17" and manifest["id"] == "{{TEAMS_APP_ID}}"
+    (bot,) = manifest["bots"]
+    assert bot["botId"] == "{{TEAMS_APP_ID}}" and not bot["isNotificationOnly"]
+    assert {"team", "groupChat"} <= set(bot["scopes"])
+    assert len(manifest["name"]["short"]) <= 30 and len(manifest["description"]["short"]) <= 80
+    assert len(manifest["description"]["full"]) <= 4000
+    for name, size in (("color", 192), ("outline", 32)):
+        png = (folder / manifest["icons"][name]).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert (width, height) == (size, size)
+        assert png[25] == 6  # RGBA: the outline is white on transparent

@@ -49,7 +49,7 @@ def test_doctor_reports_redis_and_channels_in_plain_words(redis_url: str) -> Non
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[ok  ] Redis" in result.stdout
     assert "[ok  ] web: configured and working" in result.stdout
-    assert "[--  ] teams: not available in this version" in result.stdout
+    assert "[--  ] teams: not configured (set TEAMS_APP_ID, TEAMS_APP_PASSWORD" in result.stdout
 
 
 def test_doctor_fails_when_redis_is_unreachable() -> None:

@@ -1,0 +1,1 @@
+"""Microsoft Teams: Adaptive Cards with Universal Actions through the Bot Connector."""

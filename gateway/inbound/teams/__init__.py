@@ -1,0 +1,1 @@
+"""Teams' inbound side: ``/teams/messages``, the bot's messaging endpoint."""

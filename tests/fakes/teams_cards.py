@@ -1,0 +1,144 @@
+"""What Teams would refuse in an Adaptive Card: a checker of the 1.5 schema's elements and properties.
+
+The fake Bot Connector runs every posted or edited card through ``card_problems``, so a rendering
+that uses an element or property Adaptive Cards 1.5 does not have, a misspelt property, an input
+without an id, or an ``Action.Execute`` without a verb fails the end-to-end tests too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_COMMON = {"type", "id", "isVisible", "separator", "spacing", "height", "requires", "fallback"}
+_INPUT = _COMMON | {"label", "isRequired", "errorMessage", "value", "placeholder"}
+_TEXT_STYLE = {"color", "fontType", "isSubtle", "size", "weight", "highlight", "italic", "strikethrough"}
+ELEMENTS: dict[str, set[str]] = {
+    "TextBlock": _COMMON
+    | _TEXT_STYLE - {"highlight", "italic", "strikethrough"}
+    | {"text", "wrap", "maxLines", "horizontalAlignment", "style"},
+    "RichTextBlock": _COMMON | {"inlines", "horizontalAlignment"},
+    "Container": _COMMON
+    | {
+        "items",
+        "style",
+        "bleed",
+        "minHeight",
+        "selectAction",
+        "rtl",
+        "verticalContentAlignment",
+        "backgroundImage",
+    },
+    "ColumnSet": _COMMON | {"columns", "style", "bleed", "minHeight", "selectAction", "horizontalAlignment"},
+    "FactSet": _COMMON | {"facts"},
+    "ActionSet": _COMMON | {"actions"},
+    "Input.Text": _INPUT | {"isMultiline", "maxLength", "style", "inlineAction", "regex"},
+    "Input.Number": _INPUT | {"min", "max"},
+    "Input.Date": _INPUT | {"min", "max"},
+    "Input.Time": _INPUT | {"min", "max"},
+    "Input.Toggle": _INPUT - {"placeholder"} | {"title", "valueOn", "valueOff", "wrap"},
+    "Input.ChoiceSet": _INPUT | {"choices", "isMultiSelect", "style", "wrap"},
+}
+"""Card elements of Adaptive Cards 1.5 that humangate may use, with their properties."""
+
+_ACTION = {"type", "id", "title", "iconUrl", "style", "fallback", "tooltip", "isEnabled", "mode", "requires"}
+ACTIONS: dict[str, set[str]] = {
+    "Action.OpenUrl": _ACTION | {"url"},
+    "Action.Submit": _ACTION | {"data", "associatedInputs"},
+    "Action.Execute": _ACTION | {"verb", "data", "associatedInputs"},
+    "Action.ShowCard": _ACTION | {"card"},
+}
+CARD = {
+    "type",
+    "$schema",
+    "version",
+    "body",
+    "actions",
+    "msteams",
+    "refresh",
+    "fallbackText",
+    "speak",
+    "lang",
+    "minHeight",
+    "rtl",
+    "verticalContentAlignment",
+    "selectAction",
+    "backgroundImage",
+}
+TEXT_RUN = {"type", "text"} | _TEXT_STYLE | {"selectAction", "underline"}
+MAX_ACTIONS = 6
+"""Top-level actions Teams shows on one card."""
+
+
+def card_problems(card: Mapping[str, Any]) -> list[str]:
+    """Everything in ``card`` that Adaptive Cards 1.5 (as Teams renders it) would not accept."""
+    problems: list[str] = []
+    if card.get("type") != "AdaptiveCard" or card.get("version") != "1.5":
+        problems.append("the card must be an AdaptiveCard of version 1.5")
+    problems += [f"card: unknown property {key}" for key in card if key not in CARD]
+    ids: list[str] = []
+    for element in card.get("body") or []:
+        _element(element, problems, ids)
+    actions = card.get("actions") or []
+    if len(actions) > MAX_ACTIONS:
+        problems.append(f"at most {MAX_ACTIONS} actions")
+    for action in actions:
+        _action(action, problems, ids)
+    refresh = card.get("refresh")
+    if refresh is not None:
+        action = refresh.get("action") or {}
+        if action.get("type") != "Action.Execute" or not isinstance(refresh.get("userIds", []), list):
+            problems.append("refresh needs an Action.Execute and a userIds list")
+    if len(ids) != len(set(ids)):
+        problems.append(f"input ids must be unique: {ids}")
+    return problems
+
+
+def _element(element: Mapping[str, Any], problems: list[str], ids: list[str]) -> None:
+    kind = element.get("type")
+    allowed = ELEMENTS.get(str(kind))
+    if allowed is None:
+        problems.append(f"unknown element type {kind!r}")
+        return
+    problems += [f"{kind}: unknown property {key}" for key in element if key not in allowed]
+    if kind.startswith("Input."):
+        if not isinstance(element.get("id"), str) or not element["id"]:
+            problems.append(f"{kind} needs an id")
+        else:
+            ids.append(element["id"])
+        if not isinstance(element.get("label"), str):
+            problems.append(f"{kind} {element.get('id')} needs a label")
+    if kind == "Input.ChoiceSet":
+        for choice in element.get("choices") or []:
+            if set(choice) != {"title", "value"} or not all(isinstance(v, str) for v in choice.values()):
+                problems.append("a choice is {title, value} strings")
+    if kind == "Input.Toggle" and not isinstance(element.get("title"), str):
+        problems.append("Input.Toggle needs a title")
+    if kind == "RichTextBlock":
+        for inline in element.get("inlines") or []:
+            if not isinstance(inline, Mapping) or inline.get("type") != "TextRun":
+                problems.append("RichTextBlock inlines are TextRuns")
+            else:
+                problems += [f"TextRun: unknown property {key}" for key in inline if key not in TEXT_RUN]
+    for child in element.get("items") or []:
+        _element(child, problems, ids)
+    for action in element.get("actions") or []:
+        _action(action, problems, ids)
+
+
+def _action(action: Mapping[str, Any], problems: list[str], ids: list[str]) -> None:
+    kind = action.get("type")
+    allowed = ACTIONS.get(str(kind))
+    if allowed is None:
+        problems.append(f"unknown action type {kind!r}")
+        return
+    problems += [f"{kind}: unknown property {key}" for key in action if key not in allowed]
+    if kind == "Action.Execute" and not action.get("verb"):
+        problems.append("Action.Execute needs a verb")
+    if action.get("associatedInputs", "auto") not in ("auto", "none"):
+        problems.append("associatedInputs is auto or none")
+    fallback = action.get("fallback")
+    if isinstance(fallback, Mapping):
+        _action(fallback, problems, ids)
+    if kind == "Action.ShowCard":
+        problems += card_problems(action.get("card") or {})
