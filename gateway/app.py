@@ -23,7 +23,7 @@ from gateway.inbound.slack import events as slack_events
 from gateway.inbound.teams import messages as teams_messages
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
-from gateway.mcp_server import build_mcp
+from gateway.mcp.server import build_mcp
 from gateway.runtime import Runtime, open_runtime
 from gateway.service import Clock
 from schemas.settings import Settings, get_settings

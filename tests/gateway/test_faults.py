@@ -16,7 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.mcp_server import RESTARTING_TEXT, STORE_UNAVAILABLE_TEXT, STORE_UNREACHABLE_NOTE
+from gateway.mcp.texts import RESTARTING_TEXT, STORE_UNAVAILABLE_TEXT, STORE_UNREACHABLE_NOTE
 from tests.conftest import GatewayProcess, StartGateway
 from tests.faults import proxy_to, restartable_redis
 from tests.gateway.flows import PendingCall, post_form, start_call

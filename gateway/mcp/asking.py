@@ -1,0 +1,85 @@
+"""The flow of every tool that asks a person: open a Human Function, report progress while it
+waits, and turn how it ended into the tool's result. Tools differ only in how their arguments
+become a message and a flat schema, and in how an outcome becomes their result."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+
+from gateway.callers import Caller
+from gateway.mcp.texts import (
+    OPEN_FAILED_TEXT,
+    RESTARTING_TEXT,
+    STORE_UNAVAILABLE_TEXT,
+    WAIT_FAILED_TEXT,
+    outcome_result,
+    progress_message,
+    text_result,
+)
+from gateway.metrics import OPENED
+from gateway.runtime import Runtime
+from gateway.store import Opened
+from gateway.waiting import GatewayStopping, Tick, wait_for_end
+from schemas.errors import HumangateError, StoreUnavailableError
+from schemas.models import Outcome
+
+logger = logging.getLogger(__name__)
+
+ResultOf = Callable[[Outcome, str], types.CallToolResult]
+"""How a tool turns an outcome (and the Human Function's id) into its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call: the process's runtime, who calls, and the SDK's request context."""
+
+    runtime: Runtime
+    caller: Caller
+    ctx: ServerRequestContext[Any]
+
+
+async def ask(
+    call: Call, channel: str, message: str, schema: dict[str, Any], result_of: ResultOf = outcome_result
+) -> types.CallToolResult:
+    """Open (or re-attach to) a Human Function and wait for it to end; never raises."""
+    runtime = call.runtime
+    try:
+        hf, opened = await runtime.service.open(call.caller, channel, message, schema)
+    except StoreUnavailableError as exc:
+        logger.warning("could not open a request: %s", exc)
+        return text_result(STORE_UNAVAILABLE_TEXT, error=True)
+    except HumangateError as exc:
+        return text_result(str(exc), error=True)
+    except Exception:
+        logger.exception("opening a request failed")
+        return text_result(OPEN_FAILED_TEXT, error=True)
+    if opened is Opened.CREATED:
+        OPENED.labels(channel=channel).inc()
+    if opened is Opened.RETAINED:
+        assert hf.outcome is not None
+        return result_of(hf.outcome, hf.id)
+    last_progress = 0.0
+    started = runtime.service.clock()
+
+    async def on_tick(tick: Tick) -> None:
+        nonlocal last_progress
+        last_progress = max(last_progress + 0.001, round(runtime.service.clock() - started, 3))
+        await call.ctx.session.report_progress(
+            last_progress, total=hf.timeout_seconds, message=progress_message(tick, runtime.settings)
+        )
+
+    try:
+        outcome = await wait_for_end(runtime.service, runtime.events, hf, on_tick)
+    except GatewayStopping:
+        return text_result(RESTARTING_TEXT.format(id=hf.id), error=True)
+    except Exception:
+        # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
+        logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
+        return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
+    return result_of(outcome, hf.id)

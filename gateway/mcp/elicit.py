@@ -1,0 +1,69 @@
+"""The ``elicit`` tool, exactly as SPEC §4 fixes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from channels.registry import default_channel
+from gateway.mcp.asking import Call, ask
+from gateway.mcp.texts import text_result
+from gateway.service import check_request
+from schemas.errors import HumangateError, InvalidRequestError
+from schemas.settings import CHANNEL_NAMES, Settings
+
+NAME = "elicit"
+
+TOOL = types.Tool(
+    name=NAME,
+    description="Request structured input from user via Human Functions",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "description": "Message explaining what information is needed"},
+            "schema": {"type": "object", "description": "JSON Schema for requested data (flat object only)"},
+            "uiType": {
+                "type": "string",
+                "enum": list(CHANNEL_NAMES),
+                "description": "UI platform to use (default: slack)",
+            },
+        },
+        "required": ["message", "schema"],
+    },
+)
+"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely)."""
+
+
+def channel_argument(args: dict[str, Any], settings: Settings) -> str:
+    """The ``uiType`` argument, or the default channel when it is left out."""
+    channel = args.get("uiType")
+    if channel is None:
+        return default_channel(settings)
+    if channel not in CHANNEL_NAMES:
+        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(CHANNEL_NAMES)}")
+    return str(channel)
+
+
+def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str]:
+    """(message, schema, channel) of a call; errors name the argument and the rule."""
+    args = raw or {}
+    unknown = sorted(set(args) - {"message", "schema", "uiType"})
+    if unknown:
+        raise InvalidRequestError(f"Invalid arguments: unknown argument(s): {', '.join(unknown)}")
+    channel = channel_argument(args, settings)
+    if "message" not in args:
+        raise InvalidRequestError("Invalid arguments: message: is required")
+    if "schema" not in args:
+        raise InvalidRequestError("Invalid arguments: schema: is required")
+    message, schema = check_request(args["message"], args["schema"], settings)
+    return message, schema, channel
+
+
+async def handle(call: Call, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Ask a person as the arguments say, and wait for the answer."""
+    try:
+        message, schema, channel = parse_arguments(arguments, call.runtime.settings)
+    except HumangateError as exc:
+        return text_result(str(exc), error=True)
+    return await ask(call, channel, message, schema)

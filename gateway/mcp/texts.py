@@ -1,0 +1,71 @@
+"""Words an agent receives that are not a person's answer: failures, restarts, progress."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from gateway.links import form_url
+from gateway.waiting import Tick
+from schemas.models import Outcome
+from schemas.results import duration_text, is_error, result_text, structured_result
+from schemas.settings import Settings
+
+STORE_UNAVAILABLE_TEXT = (
+    "humangate's store (Redis) is unavailable right now, so this request was not opened; call elicit "
+    "again with the same arguments in a few seconds (an identical call never asks the person twice)"
+)
+"""What the agent sees when Redis cannot be reached as the request is opened."""
+
+OPEN_FAILED_TEXT = (
+    "humangate could not open this request because of an internal error (details are in the gateway "
+    "log); call elicit again with the same arguments to retry"
+)
+"""What the agent sees when opening failed unexpectedly (nothing was opened, or an identical call
+re-attaches to what was)."""
+
+WAIT_FAILED_TEXT = (
+    "humangate could not finish waiting for request {id} because of an internal error (details are in "
+    "the gateway log); the request stays pending: call elicit again with the same arguments to re-attach"
+)
+"""What the agent sees when waiting failed unexpectedly; the request exists and stays pending."""
+
+RESTARTING_TEXT = (
+    "humangate is restarting, so this call ends here; request {id} stays pending: call elicit again with "
+    "the same arguments to re-attach (the person's answer is kept)"
+)
+"""What a waiting call returns when its gateway process shuts down."""
+
+STORE_UNREACHABLE_NOTE = (
+    "humangate's store is unreachable right now; the request is safe and this call keeps waiting"
+)
+"""Added to progress messages while the events reader cannot read Redis."""
+
+
+def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
+    """A tool result of one text (and optional structured content)."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=error
+    )
+
+
+def outcome_result(outcome: Outcome, hf_id: str) -> types.CallToolResult:
+    """``elicit``'s result for an outcome (SPEC §4)."""
+    return text_result(
+        result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf_id)
+    )
+
+
+def progress_message(tick: Tick, settings: Settings) -> str:
+    """Where the request waits and how long is left, for the agent's progress notifications."""
+    hf = tick.hf
+    where = f"Waiting for a person on {hf.channel} (Human Function {hf.id})"
+    if hf.channel == "web":
+        where += f" at {form_url(settings, hf)}"
+    text = f"{where}; {duration_text(tick.seconds_left)} left"
+    if tick.delivery_error:
+        text += f". Delivery problem: {tick.delivery_error}"
+    if not tick.store_available:
+        text += f". {STORE_UNREACHABLE_NOTE}"
+    return text
