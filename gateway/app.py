@@ -24,6 +24,7 @@ from gateway.inbound.teams import messages as teams_messages
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
 from gateway.mcp.server import build_mcp
+from gateway.mcp.sessions import SessionRegistry
 from gateway.runtime import Runtime, open_runtime
 from gateway.service import Clock
 from schemas.settings import Settings, get_settings
@@ -70,6 +71,7 @@ def create_app(
         async with open_runtime(settings, clock) as runtime:
             holder["runtime"] = runtime
             app.state.runtime = runtime
+            session_manager.registry = SessionRegistry(runtime.redis)
             if served:
                 release_waiting_calls_on_signal(runtime.events)
             async with session_manager.run():

@@ -22,6 +22,9 @@ from schemas.settings import Settings
 ANONYMOUS = "anonymous"
 """The requester name of callers without a key."""
 
+CALLER_STATE_KEY = "humangate_caller"
+"""Where the auth middleware leaves the ``Caller`` in the ASGI scope's state."""
+
 KEY_PREFIX = "hg_"
 """Prefix of generated keys, so a leaked one is easy to recognise in logs and scanners."""
 
@@ -29,7 +32,13 @@ KEY_PREFIX = "hg_"
 @dataclass(frozen=True, slots=True)
 class Caller:
     name: str
+    """Who asks, as requests show it: the key's name, or ``anonymous``."""
     authenticated: bool
+
+    @property
+    def identity(self) -> str:
+        """What owns requests and sessions: one per API key name, one for anonymous callers."""
+        return f"key:{self.name}" if self.authenticated else ANONYMOUS
 
     def timeout(self, settings: Settings) -> float:
         """Seconds this caller's requests wait: 180 anonymous, 300 authenticated by default."""

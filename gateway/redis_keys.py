@@ -66,6 +66,14 @@ RECOVERY_LOCK = f"{PREFIX}:recovery-lock"
 """String: held for a few seconds by the one worker looking for abandoned jobs, so two workers
 never run the same abandoned job again twice. TTL: ``gateway.recovery.LOCK_TTL``."""
 
+
+def mcp_session(session_id: str) -> str:
+    """Hash of one 2025-11-25 MCP session (fields: owner, version, params), so that any gateway
+    process can serve it (and a restarted one still knows it). TTL: ``gateway.mcp.sessions.SESSION_TTL``,
+    refreshed while the session is used."""
+    return f"{PREFIX}:mcp-session:{{{session_id}}}"
+
+
 API_KEYS = f"{PREFIX}:apikeys"
 """Hash: sha256(key) -> JSON {name, created}. No TTL: keys live until revoked."""
 

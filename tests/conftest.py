@@ -108,7 +108,12 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
     started: list[GatewayProcess] = []
 
     def start(
-        port: int | None = None, *, embedded: bool = False, worker: bool = True, **env: str
+        port: int | None = None,
+        *,
+        embedded: bool = False,
+        worker: bool = True,
+        args: tuple[str, ...] = (),
+        **env: str,
     ) -> GatewayProcess:
         """``embedded=True`` runs ``serve`` as the README does: no Redis URL, no flags;
         ``worker=False`` leaves delivery to separate ``humangate worker`` processes."""
@@ -118,14 +123,14 @@ def start_gateway(redis_url: str, tmp_path: Path) -> Iterator[StartGateway]:
             "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
             "HUMANGATE_DATA_DIR": str(tmp_path / "data"),
         }
-        args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)]
+        command = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *args]
         if not embedded:
             full_env["HUMANGATE_REDIS_URL"] = redis_url
-            args.append("--worker" if worker else "--no-worker")
+            command.append("--worker" if worker else "--no-worker")
         full_env |= env
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                args, env=full_env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+                command, env=full_env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
             )
         gateway = GatewayProcess(f"http://127.0.0.1:{port}", process, log)
         started.append(gateway)

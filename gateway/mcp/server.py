@@ -10,27 +10,21 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from gateway.callers import ANONYMOUS_CALLER, Caller
+from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.limits import MAX_BODY_BYTES
 from gateway.mcp.asking import Call
+from gateway.mcp.sessions import LOCAL_IDLE_TIMEOUT, SharedSessionManager
 from gateway.mcp.tools import TOOLS
 from gateway.runtime import Runtime
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-SESSION_IDLE_TIMEOUT = 1800.0
-"""Seconds an idle 2025-11-25 session is kept; far longer than the longest wait."""
-
 MAX_SESSIONS = 10_000
 """Most concurrent MCP sessions one process keeps (each waiting call needs at most one)."""
-
-CALLER_STATE_KEY = "humangate_caller"
-"""Where the auth middleware leaves the ``Caller`` in the ASGI scope's state."""
 
 RuntimeGetter = Callable[[], Runtime]
 
@@ -43,8 +37,9 @@ def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
     return caller
 
 
-def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPSessionManager:
-    """The MCP server and its session manager (to run in the app's lifespan)."""
+def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionManager:
+    """The MCP server and its session manager (to run in the app's lifespan; give it its registry
+    once Redis is connected)."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -62,7 +57,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
     server: Server[Any] = Server(
         "humangate", version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool
     )
-    return StreamableHTTPSessionManager(
+    return SharedSessionManager(
         app=server,
         json_response=False,
         stateless=False,
@@ -72,7 +67,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> StreamableHTTPS
             allowed_origins=allowed_origins(settings),
         ),
         max_request_body_size=MAX_BODY_BYTES,
-        session_idle_timeout=SESSION_IDLE_TIMEOUT,
+        session_idle_timeout=LOCAL_IDLE_TIMEOUT,
         max_sessions=MAX_SESSIONS,
     )
 

@@ -1,0 +1,135 @@
+"""2025-11-25 MCP sessions served by any gateway process: two real gateways on one Redis, the
+official client's requests alternating between them (as the kernel spreads connections over the
+processes of ``serve --workers N``), a restart, and another caller who learns a session id."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from redis.asyncio import Redis
+
+from gateway import redis_keys as keys
+from gateway.mcp.sessions import SESSION_TTL
+from tests.conftest import GatewayProcess, StartGateway
+from tests.gateway.flows import post_form
+from tests.mcp_client import text_of
+
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+ACCEPT = {"hg-action": "accept", "f.approved": "true"}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+class Alternating(httpx.AsyncBaseTransport):
+    """Sends each request to the next of several gateways in turn."""
+
+    def __init__(self, gateways: list[GatewayProcess]) -> None:
+        self._ports = itertools.cycle([int(g.url.rsplit(":", 1)[1]) for g in gateways])
+        self._inner = httpx.AsyncHTTPTransport()
+        self.sent: list[int] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        port = next(self._ports)
+        self.sent.append(port)
+        request.url = request.url.copy_with(port=port)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def open_session(gateway: GatewayProcess, key: str | None = None) -> str:
+    headers = MCP_HEADERS | ({"Authorization": f"Bearer {key}"} if key else {})
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=headers)
+        assert response.status_code == 200, response.text
+        return response.headers["mcp-session-id"]
+
+
+async def list_tools(gateway: GatewayProcess, session_id: str, key: str | None = None) -> httpx.Response:
+    headers = MCP_HEADERS | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        return await client.post(f"{gateway.url}/mcp", json=body, headers=headers)
+
+
+async def test_a_session_is_served_by_whichever_process_gets_each_request(
+    start_gateway: StartGateway,
+) -> None:
+    first, second = start_gateway(), start_gateway()
+    transport = Alternating([first, second])
+    arguments = {"message": "Deploy from anywhere?", "schema": APPROVAL, "uiType": "web"}
+    progress: list[str] = []
+    got_link = asyncio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+        got_link.set()
+
+    async with (
+        httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+        Client(streamable_http_client(f"{first.url}/mcp", http_client=http), mode="legacy") as client,
+    ):
+        tools = await client.list_tools()
+        assert "elicit" in [tool.name for tool in tools.tools]
+        call = asyncio.create_task(client.call_tool("elicit", arguments, progress_callback=on_progress))
+        await asyncio.wait_for(got_link.wait(), 30)
+        form = progress[0].split(" at ", 1)[1].split(";", 1)[0]
+        assert (await post_form(form, ACCEPT)).status_code == 303
+        result = await asyncio.wait_for(call, 30)
+    assert text_of(result) == 'User provided: {"approved":true}'
+    assert len(set(transport.sent)) == 2  # both processes served requests of the one session
+
+
+async def test_a_session_outlives_a_gateway_restart(start_gateway: StartGateway, redis_url: str) -> None:
+    gateway = start_gateway()
+    session_id = await open_session(gateway)
+    async with Redis.from_url(redis_url) as redis:
+        assert 0 < await redis.ttl(keys.mcp_session(session_id)) <= SESSION_TTL
+    gateway.stop()
+    again = start_gateway(int(gateway.url.rsplit(":", 1)[1]))
+    response = await list_tools(again, session_id)
+    assert response.status_code == 200 and "elicit" in response.text
+
+
+@pytest.mark.parametrize("adopted", [False, True])
+async def test_only_the_caller_who_opened_a_session_can_use_it(
+    start_gateway: StartGateway, adopted: bool
+) -> None:
+    keys_env = {"HUMANGATE_API_KEYS": "ada:ada-key,bo:bo-key"}
+    opener, other = start_gateway(**keys_env), start_gateway(**keys_env)
+    session_id = await open_session(opener, key="ada-key")
+    where = other if adopted else opener
+    for intruder in ("bo-key", None):
+        refused = await list_tools(where, session_id, key=intruder)
+        assert refused.status_code == 404 and "Session not found" in refused.text
+    assert (await list_tools(where, session_id, key="ada-key")).status_code == 200
+
+
+async def test_a_deleted_session_is_gone_everywhere(start_gateway: StartGateway, redis_url: str) -> None:
+    first, second = start_gateway(), start_gateway()
+    session_id = await open_session(first)
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        deleted = await client.delete(f"{second.url}/mcp", headers=headers)
+    assert deleted.status_code == 200
+    async with Redis.from_url(redis_url) as redis:
+        assert await redis.exists(keys.mcp_session(session_id)) == 0
+    assert (await list_tools(second, session_id)).status_code == 404
