@@ -20,7 +20,7 @@ from gateway.callers import Caller
 from gateway.metrics import ENDED
 from gateway.queue import Dispatcher
 from gateway.store import HumanFunctionStore
-from schemas.answers import validate_answer
+from gateway.validation import validate_answer_off_loop
 from schemas.errors import ClosedError, ExpiredError, InvalidRequestError, UnknownRequestError
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
@@ -107,7 +107,7 @@ class HumanFunctionService:
         it is still pending is decided atomically by the store, so it need not be read again."""
         content = None
         if answer.action is Action.ACCEPT:
-            content = validate_answer(hf.request_schema, answer.content or {})
+            content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,

@@ -15,6 +15,10 @@ Decisions beyond the letter of the MCP schema:
   against lengths, ranges, patterns or formats.
 - A schema over ``max_schema_bytes`` gets that one violation and no further checks, so an oversized
   input costs no more work than measuring it.
+- A ``pattern`` is measured before it is compiled (``schemas.patterns``): longer than
+  ``MAX_PATTERN_LENGTH`` characters, larger than ``MAX_PATTERN_SIZE`` items once its counted repeats
+  are unrolled, or using the inline flags ``x`` / ``V1`` is refused, because compiling such a pattern
+  is itself the attack (``(?:(?:a{1000}){1000}){1000}`` exhausts memory inside ``regex.compile``).
 """
 
 from __future__ import annotations
