@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
-from gateway import health, rest
+from gateway import docs, health, rest
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
 from gateway.inbound import web
@@ -45,6 +45,8 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         summary="A multi-channel human-functions gateway",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by gateway.docs, without a CDN
+        redoc_url=None,
     )
     install_error_handlers(app)
     # A plain Route (not a Mount) so that exactly "/mcp" matches, with no trailing-slash redirect.
@@ -60,5 +62,6 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.include_router(discord_interactions.router)
     app.include_router(rest.router)
     app.include_router(health.router)
+    app.include_router(docs.router)
     app.add_middleware(BodySizeLimit)
     return app
