@@ -26,6 +26,7 @@ from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
 from schemas.settings import Settings
+from schemas.text import utf8_size
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def check_request(message: object, schema: object, settings: Settings) -> tuple[
     """Validate the caller's message and schema; errors name the argument and the rule."""
     if not isinstance(message, str) or not message.strip():
         raise InvalidRequestError("message: must be a non-empty string")
-    if len(message.encode()) > settings.max_message_bytes:
+    if utf8_size("message", message) > settings.max_message_bytes:
         raise InvalidRequestError(f"message: must be at most {settings.max_message_bytes} bytes")
     limits = SchemaLimits(settings.max_properties, settings.max_options, settings.max_schema_bytes)
     check_flat_schema(schema, limits)

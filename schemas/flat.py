@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from schemas._rules import check_property, json_type, shown
 from schemas.errors import InvalidSchemaError, Violation
+from schemas.text import INVALID_TEXT, invalid_text_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +118,9 @@ def _violations(schema: object, limits: SchemaLimits) -> list[Violation]:
         return [Violation("", f"the schema must be a JSON object (got {json_type(schema)})")]
     try:
         size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
+    except UnicodeEncodeError:
+        # Any further violation could quote the broken text; one naming where it is is enough.
+        return [Violation(invalid_text_path(schema) or "", INVALID_TEXT)]
     except (TypeError, ValueError, RecursionError) as exc:
         out.append(Violation("", f"the schema must be plain JSON ({exc})"))
     else:
