@@ -2,8 +2,9 @@
 
 Each path gets its limit from ``BODY_LIMITS`` (platform callbacks and form posts are small) or
 ``MAX_BODY_BYTES`` (``/mcp`` and ``/v1``, which carry a whole schema). A declared
-``Content-Length`` over the limit is refused at once; a body without one (chunked) is read here up
-to the limit and refused the moment it passes it, so no handler ever holds more than its limit.
+``Content-Length`` over the limit is refused at once (the server never reads past a declared
+length); a body without one (chunked) is read here up to the limit and refused the moment it passes
+it, so no handler ever holds more than its limit.
 """
 
 from __future__ import annotations
@@ -57,12 +58,16 @@ class BodySizeLimit:
             await self.app(scope, receive, send)
             return
         max_bytes = body_limit(scope["path"], self.limits, self.default)
-        for name, value in scope["headers"]:
-            if name == b"content-length" and (not value.isdigit() or int(value) > max_bytes):
+        length = next((value for name, value in scope["headers"] if name == b"content-length"), None)
+        if length is not None:
+            if not length.isdigit() or int(length) > max_bytes:
                 await _refuse(scope, send, max_bytes)
                 return
-        # Read the whole body here, so a chunked one is cut off at the limit before any handler
-        # (or signature check) sees a byte of it; the app then gets it as one message.
+            # The server reads exactly Content-Length bytes (HTTP/1.1 framing), so no more can come.
+            await self.app(scope, receive, send)
+            return
+        # No Content-Length (chunked): read the body here, so it is cut off at the limit before any
+        # handler (or signature check) sees a byte of it; the app then gets it as one message.
         chunks: list[bytes] = []
         seen = 0
         while True:
