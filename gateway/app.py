@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
-from gateway import health, rest
+from gateway import docs, health, rest
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
 from gateway.events import Events
@@ -82,6 +82,8 @@ def create_app(
         summary="A multi-channel human-functions gateway",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by gateway.docs, without a CDN
+        redoc_url=None,
     )
     install_error_handlers(app)
     # A plain Route (not a Mount) so that exactly "/mcp" matches, with no trailing-slash redirect.
@@ -98,5 +100,6 @@ def create_app(
     app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)
+    app.include_router(docs.router)
     app.add_middleware(BodySizeLimit)
     return app

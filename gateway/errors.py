@@ -1,9 +1,24 @@
-"""The one place where humangate errors become HTTP responses."""
+"""The one place where errors become HTTP responses, all with humangate's JSON error body.
+
+``{"error": <kind>, "detail": <what is wrong, naming the field and the rule>}``, plus
+``violations`` (a refused schema or malformed request, one ``{path, rule}`` each) or ``fields`` (a
+refused answer). It is documented in the OpenAPI as ``ErrorBody`` for every status an operation can
+return (``error_responses``). FastAPI's own bodies are replaced: a request that fails validation is
+a 422 ``InvalidRequestError`` naming each field and rule (not ``{"detail": [{"loc", "msg"}]}``),
+and routing errors (404, 405 with an ``Allow`` that lists every method of the path) use it too.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from gateway.redis_client import UNAVAILABLE_ERRORS
 from schemas.errors import (
@@ -19,6 +34,7 @@ from schemas.errors import (
     StoreUnavailableError,
     UnknownRequestError,
 )
+from schemas.text import valid_text
 
 RETRY_AFTER_SECONDS = 5
 """``Retry-After`` of a 503 while Redis is unavailable (a restart usually takes about this long)."""
@@ -37,6 +53,45 @@ STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
 ]
 """HTTP status of each error class; the first match wins, so subclasses come first."""
 
+HTTP_ERROR_NAMES = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed", 413: "RequestTooLarge"}
+"""The ``error`` of a response FastAPI or Starlette makes itself (an unknown path, a wrong method)."""
+
+
+class ViolationBody(BaseModel):
+    """One broken rule: ``path`` is the field (dotted; empty for the whole schema or body)."""
+
+    path: str
+    rule: str
+
+
+class ErrorBody(BaseModel):
+    """humangate's error body, whatever the status."""
+
+    error: str = Field(description="The kind of error, e.g. InvalidSchemaError, AuthError, NotFound")
+    detail: str = Field(description="What is wrong, naming the field and the rule")
+    violations: list[ViolationBody] | None = Field(
+        None, description="Every broken rule of a refused schema or malformed request"
+    )
+    fields: dict[str, str] | None = Field(None, description="Why each field of a refused answer is wrong")
+
+
+ERROR_DESCRIPTIONS = {
+    401: "A wrong API key, or none where `HUMANGATE_REQUIRE_AUTH` requires one (`AuthError`)",
+    404: "No such request for this caller (`UnknownRequestError`)",
+    409: "The request already ended; nothing was changed (`AlreadyAnsweredError`, `ExpiredError`)",
+    413: "The body is larger than this path accepts (`RequestTooLarge`)",
+    422: "A field breaks a rule: the body, the schema (`InvalidSchemaError`, with `violations`), "
+    "the message, or the channel (`InvalidRequestError`, `NotConfiguredError`)",
+    503: "humangate's store (Redis) cannot be reached right now; retry after `Retry-After` seconds "
+    "(`StoreUnavailableError`): the same call is safe to repeat",
+}
+"""What each error status means on the REST API, for the OpenAPI."""
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of an operation's error statuses, each with ``ErrorBody``."""
+    return {status: {"model": ErrorBody, "description": ERROR_DESCRIPTIONS[status]} for status in statuses}
+
 
 def status_of(exc: HumangateError) -> int:
     for cls, status in STATUS_OF_ERROR:
@@ -46,11 +101,11 @@ def status_of(exc: HumangateError) -> int:
 
 
 def error_body(exc: HumangateError) -> dict[str, object]:
-    body: dict[str, object] = {"error": type(exc).__name__, "detail": str(exc)}
+    body: dict[str, object] = {"error": type(exc).__name__, "detail": valid_text(str(exc))}
     if isinstance(exc, InvalidSchemaError):
-        body["violations"] = [{"path": v.path, "rule": v.rule} for v in exc.violations]
+        body["violations"] = _violations((v.path, v.rule) for v in exc.violations)
     if isinstance(exc, InvalidAnswerError):
-        body["fields"] = exc.errors
+        body["fields"] = {valid_text(k): valid_text(v) for k, v in exc.errors.items()}
     return body
 
 
@@ -67,6 +122,10 @@ def store_unavailable(exc: Exception) -> StoreUnavailableError:
     return StoreUnavailableError(f"Redis is unavailable ({type(exc).__name__}); retry in a few seconds")
 
 
+def _violations(pairs: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"path": valid_text(path), "rule": valid_text(rule)} for path, rule in pairs]
+
+
 async def _handle(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HumangateError)
     return JSONResponse(error_body(exc), status_code=status_of(exc), headers=error_headers(exc))
@@ -76,7 +135,85 @@ async def _handle_redis(request: Request, exc: Exception) -> JSONResponse:
     return await _handle(request, store_unavailable(exc))
 
 
+async def _handle_invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    pairs = [(_field(error["loc"]), _rule(error)) for error in exc.errors()]
+    body = {
+        "error": "InvalidRequestError",
+        "detail": valid_text("; ".join(f"{path}: {rule}" for path, rule in pairs)),
+        "violations": _violations(pairs),
+    }
+    return JSONResponse(body, status_code=422)
+
+
+async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+        # FastAPI's answer to a body that is not UTF-8: a malformed request like any other.
+        rule = "must be JSON text in UTF-8"
+        body = {"error": "InvalidRequestError", "detail": f"body: {rule}", "violations": [_one("body", rule)]}
+        return JSONResponse(body, status_code=422)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    name = HTTP_ERROR_NAMES.get(exc.status_code, f"HTTP{exc.status_code}")
+    return JSONResponse(
+        {"error": name, "detail": valid_text(str(exc.detail))}, status_code=exc.status_code, headers=headers
+    )
+
+
+def _one(path: str, rule: str) -> dict[str, str]:
+    return {"path": path, "rule": rule}
+
+
+HTTP_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+"""The methods a 405's ``Allow`` may list."""
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of this path takes (Starlette names only the first route's, and a
+    path's GET and DELETE are two routes)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
+def _field(loc: Iterable[Any]) -> str:
+    """A validation error's location as humangate names fields: ``message``, ``header.authorization``."""
+    parts = [str(part) for part in loc]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+        if len(parts) == 1 and parts[0].isdigit():  # a JSON syntax error's position, not a field
+            parts = []
+    return ".".join(parts) or "body"
+
+
+def _rule(error: Mapping[str, Any]) -> str:
+    """A validation error in humangate's words."""
+    kind, ctx = str(error.get("type", "")), error.get("ctx") or {}
+    rules = {
+        "missing": "is required",
+        "extra_forbidden": "is not a field of this request",
+        "string_type": "must be a string",
+        "dict_type": "must be a JSON object",
+        "model_attributes_type": "must be a JSON object",
+        "json_invalid": f"is not valid JSON ({ctx.get('error', 'syntax error')})",
+        "literal_error": f"must be one of: {ctx.get('expected', '')}",
+        "string_too_short": f"must be at least {ctx.get('min_length')} characters",
+        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
+    }
+    if kind in rules:
+        return rules[kind]
+    message = str(error.get("msg", "is not valid"))
+    return message[:1].lower() + message[1:]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HumangateError, _handle)
     for error in UNAVAILABLE_ERRORS:
         app.add_exception_handler(error, _handle_redis)
+    app.add_exception_handler(RequestValidationError, _handle_invalid_request)
+    app.add_exception_handler(HTTPException, _handle_http)

@@ -1,58 +1,123 @@
-"""Request body size limits, enforced before any handler reads the body."""
+"""Request body size limits, enforced before routing, parsing or any signature check.
+
+Each path gets its limit from ``BODY_LIMITS`` (platform callbacks and form posts are small) or
+``MAX_BODY_BYTES`` (``/mcp`` and ``/v1``, which carry a whole schema). A declared
+``Content-Length`` over the limit is refused at once (the server never reads past a declared
+length); a body without one (chunked) is read here up to the limit and refused the moment it passes
+it, so no handler ever holds more than its limit.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from channels.web.page import render_too_large_page
+from gateway.security import new_nonce, page_headers
+
 MAX_BODY_BYTES = 256 * 1024
-"""Largest request body accepted anywhere (a 64 KiB schema and 8 KiB message fit with room)."""
+"""Largest request body of ``/mcp`` and ``/v1`` (a 64 KiB schema and an 8 KiB message fit, escaped)."""
+
+WEBHOOK_BODY_BYTES = 64 * 1024
+"""Largest body of a platform callback (Slack, Discord and Teams send a few KiB)."""
+
+FORM_BODY_BYTES = 64 * 1024
+"""Largest web form post (a person's answer to at most 32 fields)."""
+
+BODY_LIMITS: Mapping[str, int] = {
+    "/slack/events": WEBHOOK_BODY_BYTES,
+    "/discord/interactions": WEBHOOK_BODY_BYTES,
+    "/teams/messages": WEBHOOK_BODY_BYTES,
+    "/f/": FORM_BODY_BYTES,
+}
+"""Body limit per path: a key ending in ``/`` covers every path under it; a new webhook adds a line."""
+
+
+def body_limit(path: str, limits: Mapping[str, int] = BODY_LIMITS, default: int = MAX_BODY_BYTES) -> int:
+    """The largest body accepted on ``path``."""
+    for prefix, max_bytes in limits.items():
+        if path == prefix or (prefix.endswith("/") and path.startswith(prefix)):
+            return max_bytes
+    return default
 
 
 class BodySizeLimit:
-    """ASGI middleware: 413 when Content-Length or the streamed body exceeds ``max_bytes``."""
+    """ASGI middleware: 413 when a body is larger than its path's limit (``body_limit``)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, limits: Mapping[str, int] = BODY_LIMITS, default: int = MAX_BODY_BYTES
+    ) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.limits = limits
+        self.default = default
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope["headers"]:
-            if name == b"content-length" and (not value.isdigit() or int(value) > self.max_bytes):
-                await _refuse(send, self.max_bytes)
+        max_bytes = body_limit(scope["path"], self.limits, self.default)
+        length = next((value for name, value in scope["headers"] if name == b"content-length"), None)
+        if length is not None:
+            if not length.isdigit() or int(length) > max_bytes:
+                await _refuse(scope, send, max_bytes)
                 return
+            # The server reads exactly Content-Length bytes (HTTP/1.1 framing), so no more can come.
+            await self.app(scope, receive, send)
+            return
+        # No Content-Length (chunked): read the body here, so it is cut off at the limit before any
+        # handler (or signature check) sees a byte of it; the app then gets it as one message.
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited_receive() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge
-            return message
+            if message["type"] != "http.request":  # the client went away
+                await self.app(scope, _replay(message, receive), send)
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > max_bytes:
+                await _refuse(scope, send, max_bytes)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay(body, receive), send)
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except BodyTooLarge:
-            await _refuse(send, self.max_bytes)
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """A ``receive`` that returns ``first`` once, then whatever the server sends (a disconnect)."""
+    pending: list[Message] = [first]
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replayed
 
 
-class BodyTooLarge(Exception):
-    """Raised inside the app when a streamed body passes the limit."""
+def _wants_html(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"accept":
+            return b"text/html" in value
+    return False
 
 
-async def _refuse(send: Send, max_bytes: int) -> None:
-    body = (
-        f'{{"error":"RequestTooLarge","detail":"request body: must be at most {max_bytes} bytes"}}'.encode()
-    )
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+async def _refuse(scope: Scope, send: Send, max_bytes: int) -> None:
+    """413, as a page for a browser (a person who pasted too much) and as humangate's JSON error body
+    for everyone else."""
+    if _wants_html(scope):
+        nonce = new_nonce()
+        body = render_too_large_page(nonce, max_bytes).encode()
+        headers = [(k.lower().encode(), v.encode()) for k, v in page_headers(nonce).items()]
+        headers.append((b"content-type", b"text/html; charset=utf-8"))
+    else:
+        detail = f"request body: must be at most {max_bytes} bytes"
+        body = json.dumps({"error": "RequestTooLarge", "detail": detail}).encode()
+        headers = [(b"content-type", b"application/json")]
+    headers += [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -1,4 +1,8 @@
-"""REST API for callers that do not speak MCP (documented in OpenAPI at ``/docs``)."""
+"""REST API for callers that do not speak MCP (documented in OpenAPI at ``/docs``).
+
+Every status an operation can return is in its OpenAPI ``responses``, errors with humangate's
+``ErrorBody`` (``gateway.errors``); the 201 of a create links to reading and withdrawing the request.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
 from gateway.callers import Caller
+from gateway.errors import error_responses
 from gateway.links import form_url
 from gateway.runtime import Runtime
 from gateway.service import check_request
@@ -21,10 +26,29 @@ from schemas.results import is_error, result_text, structured_result
 router = APIRouter(prefix="/v1", tags=["requests"])
 
 
+CREATE_EXAMPLE: dict[str, Any] = {
+    "message": "Deploy v2.1 to production?",
+    "schema": {
+        "type": "object",
+        "properties": {
+            "approved": {"type": "boolean", "title": "Approve"},
+            "reason": {"type": "string", "maxLength": 500},
+        },
+        "required": ["approved"],
+    },
+    "uiType": "web",
+}
+"""A valid request, shown in ``/docs`` and used by API testers as a starting point."""
+
+
 class CreateRequest(BaseModel):
     """The same arguments as the MCP ``elicit`` tool."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(
+        populate_by_name=True,
+        extra="forbid",
+        json_schema_extra={"examples": [CREATE_EXAMPLE]},
+    )
 
     message: str = Field(description="Message explaining what information is needed")
     request_schema: dict[str, Any] = Field(
@@ -58,7 +82,12 @@ def _runtime(request: Request) -> Runtime:
     return runtime
 
 
-async def current_caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
+async def current_caller(
+    request: Request,
+    authorization: Annotated[
+        str | None, Header(description="`Bearer <api key>`; without it the caller is anonymous")
+    ] = None,
+) -> Caller:
     """The authenticated or anonymous caller; 401 for a wrong key."""
     return await _runtime(request).keyring.identify(authorization)
 
@@ -94,7 +123,27 @@ async def _own(runtime: Runtime, hf_id: str, caller: Caller) -> HumanFunction:
     return hf
 
 
-@router.post("/requests", status_code=201, response_model=RequestView)
+CREATED_LINKS = {
+    "GetRequest": {"operationId": "get_request", "parameters": {"hf_id": "$response.body#/id"}},
+    "WithdrawRequest": {"operationId": "withdraw_request", "parameters": {"hf_id": "$response.body#/id"}},
+}
+"""OpenAPI links from a created request to reading and withdrawing it."""
+
+
+@router.post(
+    "/requests",
+    status_code=201,
+    response_model=RequestView,
+    operation_id="create_request",
+    responses={
+        200: {
+            "model": RequestView,
+            "description": "An identical request was re-attached to, or its kept result handed out",
+        },
+        201: {"links": CREATED_LINKS},
+        **error_responses(401, 413, 422, 503),
+    },
+)
 async def create_request(
     body: CreateRequest, request: Request, response: Response, caller: CallerDep
 ) -> RequestView:
@@ -110,17 +159,27 @@ async def create_request(
     return _view(runtime, hf)
 
 
-@router.get("/requests/{hf_id}", response_model=RequestView)
+@router.get(
+    "/requests/{hf_id}",
+    response_model=RequestView,
+    operation_id="get_request",
+    responses=error_responses(401, 404, 422, 503),
+)
 async def get_request(hf_id: str, request: Request, caller: CallerDep) -> RequestView:
     """The state of one of your Human Functions, with its result once it ended."""
     runtime = _runtime(request)
     hf = await _own(runtime, hf_id, caller)
     if hf.outcome is not None:
-        await returned(runtime.service, hf, hf.outcome)
+        returned(runtime.service, hf, hf.outcome)
     return _view(runtime, hf)
 
 
-@router.delete("/requests/{hf_id}", response_model=RequestView)
+@router.delete(
+    "/requests/{hf_id}",
+    response_model=RequestView,
+    operation_id="withdraw_request",
+    responses=error_responses(401, 404, 409, 422, 503),
+)
 async def withdraw_request(hf_id: str, request: Request, caller: CallerDep) -> RequestView:
     """Withdraw a pending request: it ends as canceled ("Request canceled by the agent")."""
     runtime = _runtime(request)

@@ -66,6 +66,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     events = Events(settings.redis_url, store, settings.poll_interval)
     runtime = Runtime(settings, redis, service, events, KeyRing(redis, settings))
     await events.start()
+    service.returned.start()
     reaper = asyncio.create_task(reap_forever(service), name="humangate-reaper")
     try:
         yield runtime
@@ -74,5 +75,6 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
         with contextlib.suppress(asyncio.CancelledError):
             await reaper
         await events.stop()
+        await service.returned.stop()
         await runtime._stack.aclose()
         await redis.aclose()

@@ -19,13 +19,15 @@ from channels.registry import CHANNELS, get_channel
 from gateway.callers import Caller
 from gateway.metrics import ENDED
 from gateway.queue import JobRecorder
+from gateway.returned import ReturnedMarks
 from gateway.store import REAP_BATCH, HumanFunctionStore, Opened
-from schemas.answers import validate_answer
+from gateway.validation import validate_answer_off_loop
 from schemas.errors import ExpiredError, InvalidRequestError, UnknownRequestError
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
 from schemas.settings import Settings
+from schemas.text import utf8_size
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +54,7 @@ def check_request(message: object, schema: object, settings: Settings) -> tuple[
     """Validate the caller's message and schema; errors name the argument and the rule."""
     if not isinstance(message, str) or not message.strip():
         raise InvalidRequestError("message: must be a non-empty string")
-    if len(message.encode()) > settings.max_message_bytes:
+    if utf8_size("message", message) > settings.max_message_bytes:
         raise InvalidRequestError(f"message: must be at most {settings.max_message_bytes} bytes")
     limits = SchemaLimits(settings.max_properties, settings.max_options, settings.max_schema_bytes)
     check_flat_schema(schema, limits)
@@ -70,6 +72,8 @@ class HumanFunctionService:
         self.jobs = jobs
         self.settings = settings
         self.clock = clock
+        self.returned = ReturnedMarks(store)
+        """Results calls returned, written down in the background (``gateway.returned``)."""
 
     async def open(
         self, caller: Caller, channel: str, message: str, schema: dict[str, Any]
@@ -107,7 +111,7 @@ class HumanFunctionService:
         it is still pending is decided atomically by the store, so it need not be read again."""
         content = None
         if answer.action is Action.ACCEPT:
-            content = validate_answer(hf.request_schema, answer.content or {})
+            content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,

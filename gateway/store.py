@@ -10,7 +10,6 @@ operation is bounded in time, and Redis errors that mean "unreachable" surface a
 from __future__ import annotations
 
 import enum
-import hmac
 import json
 import logging
 from dataclasses import dataclass
@@ -29,9 +28,6 @@ logger = logging.getLogger(__name__)
 
 REAP_BATCH = 500
 """Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
-
-MAX_TOKEN_LENGTH = 200
-"""Longest form token looked up at all (ids are 16 characters, secrets 32)."""
 
 
 class Opened(enum.Enum):
@@ -115,19 +111,6 @@ class HumanFunctionStore:
             raise UnknownRequestError(f"no request with id {hf_id!r} (it may have expired)")
         return _load(fields)
 
-    async def get_by_token(self, token: str) -> HumanFunction:
-        """The Human Function a form token opens; the secret is compared in constant time."""
-        hf_id, _, secret = token.partition(".")
-        if not hf_id or not secret or len(token) > MAX_TOKEN_LENGTH:
-            raise UnknownRequestError("this link is not valid")
-        try:
-            hf = await self.get(hf_id)
-        except UnknownRequestError:
-            raise UnknownRequestError("this link is not valid or has expired") from None
-        if not hmac.compare_digest(hf.form_secret.encode(), secret.encode()):
-            raise UnknownRequestError("this link is not valid or has expired")
-        return hf
-
     @store_operation
     async def finish(
         self, hf_id: str, outcome: Outcome, expired: Outcome, update: list[Command], *, retain: bool
@@ -180,9 +163,12 @@ class HumanFunctionStore:
         )
 
     @store_operation
-    async def mark_returned(self, hf_id: str) -> None:
-        """A call returned this function's result: an identical call now asks again."""
-        await self.redis.hset(keys.human_function(hf_id), "returned", "1")
+    async def mark_returned(self, hf_ids: list[str]) -> None:
+        """Calls returned these functions' results: identical calls now ask again (one round trip)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for hf_id in hf_ids:
+                pipe.hset(keys.human_function(hf_id), "returned", "1")
+            await pipe.execute()
 
     @store_operation
     async def set_refs(self, hf_id: str, refs: dict[str, Any]) -> None:

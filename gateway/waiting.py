@@ -11,6 +11,7 @@ timeout result, and the reaper records it once Redis is back.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestErr
 from schemas.models import HumanFunction, Outcome
 
 logger = logging.getLogger(__name__)
+
+FIRST_PAUSE_MIN = 0.5
+"""The first pause between two ticks is at least this part of the poll interval (and at most all)."""
 
 NOT_A_PERSON = {"timeout", AGENT_VIA}
 """``Outcome.via`` of endings no person made (their results are never kept for a later call)."""
@@ -48,12 +52,15 @@ async def wait_for_end(
 ) -> Outcome:
     """Wait until ``hf`` ends (answered, expired or withdrawn) and return how it ended.
 
-    Reports a tick at once and then every poll interval. Cancelling this coroutine (client gone)
-    leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``.
+    Reports a tick at once and then at least every poll interval: the first pause is a random
+    part of the interval (at least half), so calls opened together do not all tick together and
+    the process's work is spread evenly over each interval. Cancelling this coroutine (client
+    gone) leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``.
     """
     waiter = events.watch(hf.id, hf.delivery_error)
     try:
         interval = service.settings.poll_interval
+        pause = interval * random.uniform(FIRST_PAUSE_MIN, 1.0)
         while waiter.ended is None:
             if events.stopping:
                 raise GatewayStopping(hf.id)
@@ -62,23 +69,20 @@ async def wait_for_end(
                 return await _expire(service, hf)
             await on_tick(Tick(hf, left, waiter.note, events.available))
             if waiter.ended is None:
-                await waiter.sleep(min(interval, left))
+                await waiter.sleep(min(pause, left))
+                pause = interval
         outcome = waiter.ended
     finally:
         events.unwatch(waiter)
-    await returned(service, hf, outcome)
+    returned(service, hf, outcome)
     return outcome
 
 
-async def returned(service: HumanFunctionService, hf: HumanFunction, outcome: Outcome) -> None:
-    """Note that a call returns a person's answer, so an identical call asks again instead of
-    receiving it a second time (best effort: at worst it is handed out twice, never lost)."""
-    if outcome.via in NOT_A_PERSON:
-        return
-    try:
-        await service.store.mark_returned(hf.id)
-    except StoreUnavailableError as exc:
-        logger.warning("could not mark the result returned hf=%s channel=%s: %s", hf.id, hf.channel, exc)
+def returned(service: HumanFunctionService, hf: HumanFunction, outcome: Outcome) -> None:
+    """Note (in the background) that a call returns a person's answer, so an identical call asks
+    again instead of receiving it a second time."""
+    if outcome.via not in NOT_A_PERSON:
+        service.returned.mark(hf.id)
 
 
 async def _expire(service: HumanFunctionService, hf: HumanFunction) -> Outcome:

@@ -14,6 +14,7 @@ from typing import Any
 import regex
 
 from schemas.errors import Violation
+from schemas.patterns import pattern_problem
 
 TYPES = ("string", "number", "integer", "boolean", "array")
 """The property types a flat schema may use (``array`` only as a multi-select)."""
@@ -140,6 +141,10 @@ def _check_string(path: str, prop: Mapping[str, Any], out: list[Violation]) -> N
         pattern = prop["pattern"]
         if not isinstance(pattern, str):
             out.append(Violation(f"{path}.pattern", f"must be a string (got {json_type(pattern)})"))
+            return
+        problem = pattern_problem(pattern)
+        if problem:  # measured first: compiling an oversized pattern is itself the attack
+            out.append(Violation(f"{path}.pattern", problem))
             return
         try:
             # The engine that enforces patterns in answers (schemas.answers) judges them here too, so

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,19 +67,27 @@ _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _LOCAL_DATE_TIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
 )
-PATTERN_TIMEOUT = 0.05
-"""Seconds one ``pattern`` match may take before the answer is refused as uncheckable."""
+PATTERN_BUDGET = 0.1
+"""Seconds all the ``pattern`` matches of one answer may take together; a field not checked within
+it is refused as uncheckable (an honest pattern takes microseconds)."""
+PATTERN_UNCHECKED = "could not be checked against the pattern in time; try a shorter value"
+"""The reason given for a field whose pattern match did not finish within ``PATTERN_BUDGET``."""
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
 
 
-def validate_answer(schema: Mapping[str, Any], content: object) -> dict[str, Any]:
+def validate_answer(
+    schema: Mapping[str, Any], content: object, *, pattern_budget: float = PATTERN_BUDGET
+) -> dict[str, Any]:
     """Validate accepted content against the (already checked) flat schema; return it in schema order.
 
     Formats (email, uri, date, date-time) and ``pattern`` are enforced, unknown fields refused,
     required fields enforced, and multi-selects may not repeat a choice. An empty string for a text
     or single-select field counts as left out: "is required" for a required field, and dropped from
     the result for an optional one. Raises ``InvalidAnswerError`` naming every failing field.
+
+    Pattern matches share ``pattern_budget`` seconds. They release the GIL, but still block the
+    calling thread: the gateway calls this through ``gateway.validation``, off its event loop.
     """
     if not isinstance(content, Mapping):
         raise InvalidAnswerError({"": "the answer must be an object with one value per field"})
@@ -88,6 +97,7 @@ def validate_answer(schema: Mapping[str, Any], content: object) -> dict[str, Any
     if unknown:
         errors[""] = "unknown fields: " + ", ".join(unknown)
     valid: dict[str, Any] = {}
+    deadline = time.monotonic() + pattern_budget
     for name, prop in properties.items():
         kind = kind_of(prop)
         # A blank text box is how a person leaves a field out, whichever channel sent it.
@@ -95,7 +105,7 @@ def validate_answer(schema: Mapping[str, Any], content: object) -> dict[str, Any
             if is_required(schema, name):
                 errors[name] = "is required"
             continue
-        reason = _reason(prop, kind, content[name])
+        reason = _reason(prop, kind, content[name], deadline)
         if reason:
             errors[name] = reason
         valid[name] = content[name]
@@ -104,7 +114,13 @@ def validate_answer(schema: Mapping[str, Any], content: object) -> dict[str, Any
     return valid
 
 
-def _reason(prop: Mapping[str, Any], kind: Kind, value: object) -> str | None:
+def has_patterns(schema: Mapping[str, Any]) -> bool:
+    """Whether any property of the (already checked) schema carries a ``pattern``."""
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    return any("pattern" in prop for prop in properties.values())
+
+
+def _reason(prop: Mapping[str, Any], kind: Kind, value: object, deadline: float) -> str | None:
     rules = {
         key: val for key, val in prop.items() if key not in ("title", "description", "default", "enumNames")
     }
@@ -115,7 +131,7 @@ def _reason(prop: Mapping[str, Any], kind: Kind, value: object) -> str | None:
     error = min(found, key=_rank) if found else None
     outranks_pattern = error is not None and _rank(error) < (False, _RANK.index("pattern"))
     if pattern is not None and isinstance(value, str) and not outranks_pattern:
-        mismatch = _pattern_reason(str(pattern), value)
+        mismatch = _pattern_reason(str(pattern), value, deadline)
         if mismatch:
             return mismatch
     if error is None:
@@ -125,14 +141,18 @@ def _reason(prop: Mapping[str, Any], kind: Kind, value: object) -> str | None:
     return _describe(error, kind, prop)
 
 
-def _pattern_reason(pattern: str, value: str) -> str | None:
-    """Match an agent's ``pattern`` with a time limit, so a catastrophic one cannot stall the
-    process (the ``re`` module that jsonschema uses has no timeout)."""
+def _pattern_reason(pattern: str, value: str, deadline: float) -> str | None:
+    """Match an agent's ``pattern`` within what is left of the answer's budget, so a catastrophic
+    one cannot run on (the ``re`` module that jsonschema uses has no timeout). ``concurrent`` lets
+    other threads run while it matches."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return PATTERN_UNCHECKED
     try:
-        if regex.search(pattern, value, timeout=PATTERN_TIMEOUT) is None:
+        if regex.search(pattern, value, timeout=left, concurrent=True) is None:
             return f"must match the pattern {pattern}"
     except TimeoutError:
-        return "could not be checked against the pattern in time; try a shorter value"
+        return PATTERN_UNCHECKED
     return None
 
 

@@ -15,6 +15,10 @@ Decisions beyond the letter of the MCP schema:
   against lengths, ranges, patterns or formats.
 - A schema over ``max_schema_bytes`` gets that one violation and no further checks, so an oversized
   input costs no more work than measuring it.
+- A ``pattern`` is measured before it is compiled (``schemas.patterns``): longer than
+  ``MAX_PATTERN_LENGTH`` characters, larger than ``MAX_PATTERN_SIZE`` items once its counted repeats
+  are unrolled, or using the inline flags ``x`` / ``V1`` is refused, because compiling such a pattern
+  is itself the attack (``(?:(?:a{1000}){1000}){1000}`` exhausts memory inside ``regex.compile``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any, Literal
 
 from schemas._rules import check_property, json_type, shown
 from schemas.errors import InvalidSchemaError, Violation
+from schemas.text import INVALID_TEXT, invalid_text_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,9 @@ def _violations(schema: object, limits: SchemaLimits) -> list[Violation]:
         return [Violation("", f"the schema must be a JSON object (got {json_type(schema)})")]
     try:
         size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
+    except UnicodeEncodeError:
+        # Any further violation could quote the broken text; one naming where it is is enough.
+        return [Violation(invalid_text_path(schema) or "", INVALID_TEXT)]
     except (TypeError, ValueError, RecursionError) as exc:
         out.append(Violation("", f"the schema must be plain JSON ({exc})"))
     else:

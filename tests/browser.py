@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -38,6 +38,10 @@ document.addEventListener("securitypolicyviolation", (event) => {{
 """
 
 
+LOAD_FAILURE = "Failed to load resource: the server responded with a status of"
+"""How Chromium's console reports a response with an error status (the page itself included)."""
+
+
 @dataclass
 class Watched:
     """A page in its own context, plus what went wrong on it since it was opened."""
@@ -52,12 +56,18 @@ class Watched:
         self.csp_violations.append(text)
         self.violated.set()
 
-    async def problems(self) -> list[str]:
-        """Every console error, uncaught exception and CSP violation so far (``[]`` when clean)."""
+    async def problems(self, *, statuses: Iterable[int] = ()) -> list[str]:
+        """Every console error, uncaught exception and CSP violation so far (``[]`` when clean).
+
+        ``statuses``: error statuses the test expects a page to have; Chromium logs each one as a
+        console error ("Failed to load resource: ... status of 410"), which is then not a problem.
+        """
         if not self.page.is_closed():
             # A round trip: whatever the page reported before this answer has been delivered.
             await self.page.title()
-        return self.console_errors + self.page_errors + self.csp_violations
+        expected = tuple(f"{LOAD_FAILURE} {status} " for status in statuses)
+        console = [text for text in self.console_errors if not text.startswith(expected)]
+        return console + self.page_errors + self.csp_violations
 
 
 OpenPage = Callable[..., Awaitable[Watched]]

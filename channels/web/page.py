@@ -193,6 +193,39 @@ def render_unavailable_page(nonce: str, *, answering: bool = False) -> str:
     )
 
 
+def render_refused_link_page(nonce: str) -> str:
+    """The page for a form link whose secret is wrong: changed or cut short on its way."""
+    return render_notice_page(
+        nonce,
+        "This link is not valid.",
+        "It is incomplete or was changed. Open the link exactly as you received it, "
+        "or ask whoever sent it for a new one.",
+    )
+
+
+def render_expired_page(hf: HumanFunction, nonce: str) -> str:
+    """The page of a request whose deadline passed, even before the reaper marked it expired."""
+    return _render_ended(hf.model_copy(update={"status": Status.EXPIRED}), nonce=nonce, notice=None)
+
+
+def render_too_large_page(nonce: str, max_bytes: int) -> str:
+    """The page for a form post larger than the gateway accepts."""
+    return render_notice_page(
+        nonce,
+        "Your answer is too long.",
+        f"It is larger than the {max_bytes // 1024} KiB this form accepts. "
+        "Go back, shorten the longest text, and send it again.",
+    )
+
+
+def render_notice_page(nonce: str, heading: str, *lines: str) -> str:
+    """A page of plain sentences (a refusal, a problem) in the form pages' look."""
+    title = f"{heading.rstrip('.')} · humangate"
+    return _env.get_template("web_notice.html").render(
+        nonce=nonce, title=title, heading=heading, lines=lines, notice=None
+    )
+
+
 def remaining_text(seconds: float) -> str:
     """Time left in words for the countdown: ``1 h 5 min``, ``4 min 12 s``, ``42 s``."""
     total = max(0, math.ceil(seconds))

@@ -21,6 +21,7 @@ from gateway.mcp.texts import (
     outcome_result,
     progress_message,
     text_result,
+    waiting_where,
 )
 from gateway.metrics import OPENED
 from gateway.runtime import Runtime
@@ -66,12 +67,13 @@ async def ask(
         return result_of(hf.outcome, hf.id)
     last_progress = 0.0
     started = runtime.service.clock()
+    where = waiting_where(hf, runtime.settings)
 
     async def on_tick(tick: Tick) -> None:
         nonlocal last_progress
         last_progress = max(last_progress + 0.001, round(runtime.service.clock() - started, 3))
         await call.ctx.session.report_progress(
-            last_progress, total=hf.timeout_seconds, message=progress_message(tick, runtime.settings)
+            last_progress, total=hf.timeout_seconds, message=progress_message(tick, where)
         )
 
     try:

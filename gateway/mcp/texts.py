@@ -8,7 +8,7 @@ import mcp_types as types
 
 from gateway.links import form_url
 from gateway.waiting import Tick
-from schemas.models import Outcome
+from schemas.models import HumanFunction, Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import Settings
 
@@ -57,12 +57,16 @@ def outcome_result(outcome: Outcome, hf_id: str) -> types.CallToolResult:
     )
 
 
-def progress_message(tick: Tick, settings: Settings) -> str:
-    """Where the request waits and how long is left, for the agent's progress notifications."""
-    hf = tick.hf
+def waiting_where(hf: HumanFunction, settings: Settings) -> str:
+    """Where a request waits: ``Waiting for a person on web (Human Function …) at <form link>``."""
     where = f"Waiting for a person on {hf.channel} (Human Function {hf.id})"
     if hf.channel == "web":
         where += f" at {form_url(settings, hf)}"
+    return where
+
+
+def progress_message(tick: Tick, where: str) -> str:
+    """Where the request waits and how long is left, for the agent's progress notifications."""
     text = f"{where}; {duration_text(tick.seconds_left)} left"
     if tick.delivery_error:
         text += f". Delivery problem: {tick.delivery_error}"

@@ -169,6 +169,8 @@ class FakeServer:
             return scripted.response()
         response = self.handler(call)
         response = await response if isinstance(response, Awaitable) else response
+        with self._changed:  # the handler changed the fake's state (a stored message): look again
+            self._changed.notify_all()
         release = self._stalls.get((call.method, call.path))
         if release is not None:
             await asyncio.to_thread(release.wait, WAIT)

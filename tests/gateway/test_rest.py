@@ -51,7 +51,7 @@ async def test_invalid_bodies_name_the_field_and_rule(start_gateway: StartGatewa
         ]
         missing = await client.post("/v1/requests", json={"schema": APPROVAL})
         assert missing.status_code == 422
-        assert missing.json()["detail"][0]["loc"] == ["body", "message"]
+        assert missing.json()["violations"] == [{"path": "message", "rule": "is required"}]
         too_big = await client.post("/v1/requests", content=b"{" + b" " * 300_000 + b"}")
         assert too_big.status_code == 413
         assert "must be at most 262144 bytes" in too_big.json()["detail"]

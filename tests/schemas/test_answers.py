@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from schemas.answers import coerce_text_values, validate_answer
+from schemas.answers import PATTERN_BUDGET, PATTERN_UNCHECKED, coerce_text_values, validate_answer
 from schemas.errors import InvalidAnswerError
 from schemas.flat import check_flat_schema
 
@@ -287,3 +287,14 @@ def test_a_catastrophic_pattern_is_cut_off_instead_of_stalling() -> None:
         validate_answer(schema, {"x": "a" * 60 + "!"})
     assert time.monotonic() - started < 2
     assert info.value.errors == {"x": "could not be checked against the pattern in time; try a shorter value"}
+
+
+def test_all_the_pattern_checks_of_an_answer_share_one_budget() -> None:
+    # 32 catastrophic fields: each alone would take the whole budget; together they still take one.
+    hostile = {"type": "string", "pattern": "^(a|aa)+$"}
+    schema = {"type": "object", "properties": {f"f{i}": hostile for i in range(32)}}
+    started = time.monotonic()
+    with pytest.raises(InvalidAnswerError) as info:
+        validate_answer(schema, {f"f{i}": "a" * 60 + "!" for i in range(32)})
+    assert time.monotonic() - started < PATTERN_BUDGET + 0.5
+    assert info.value.errors == {f"f{i}": PATTERN_UNCHECKED for i in range(32)}

@@ -55,7 +55,7 @@ VALID: dict[str, Any] = {
 
 
 EXPECTED_TYPES = "(expected one of: string, number, integer, boolean, array)"
-BAD_PATTERN = "pattern is not a valid regular expression: unterminated character set at position 2"
+BAD_PATTERN = "pattern is not a valid regular expression: unterminated character set at position 1"
 
 
 def rules(schema: object, limits: SchemaLimits = DEFAULT_LIMITS) -> list[str]:

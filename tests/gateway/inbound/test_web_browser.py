@@ -374,7 +374,7 @@ async def test_the_countdown_runs_and_an_expired_form_is_closed(
     await expect(page.locator("h1")).to_have_text("Expired")
     await expect(page.locator(".outcome")).to_contain_text("This request expired at")
     await expect(page.locator("#hg-form")).to_have_count(0)
-    assert await watched.problems() == []
+    assert await watched.problems(statuses=[410]) == []
 
 
 async def test_the_form_works_without_javascript(start_gateway: StartGateway, open_page: OpenPage) -> None:
@@ -389,20 +389,46 @@ async def test_the_form_works_without_javascript(start_gateway: StartGateway, op
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
 
 
-async def test_an_unknown_or_garbled_link_says_so(start_gateway: StartGateway, open_page: OpenPage) -> None:
+async def test_an_unknown_garbled_or_tampered_link_says_so(
+    start_gateway: StartGateway, open_page: OpenPage
+) -> None:
     gateway = start_gateway()
     call = start_call(gateway.url, {"message": "Real one", "schema": APPROVAL, "uiType": "web"})
     form_url = await call.form_url()
-    page = (await open_page()).page
     real_id = hf_id_of(form_url)
-    for token in ("0123456789abcdef.not-the-secret", f"{real_id}.{'A' * 32}", real_id, "%3Cscript%3E"):
-        response = await page.goto(f"{gateway.url}/f/{token}")
-        assert response is not None and response.status == 404, token
-        await expect(page.locator("h1")).to_have_text("This link is not valid or has expired.")
+    for javascript in (True, False):  # the pages say it all without JavaScript
+        watched = await open_page(javascript=javascript)
+        page = watched.page
+        for token in ("0123456789abcdef.not-the-secret", real_id, "%3Cscript%3E", f"{'0' * 16}.{'A' * 32}"):
+            response = await page.goto(f"{gateway.url}/f/{token}")
+            assert response is not None and response.status == 404, token
+            await expect(page.locator("h1")).to_have_text("This link is not valid or has expired.")
+            await expect(page.locator("#hg-form")).to_have_count(0)
+        response = await page.goto(f"{gateway.url}/f/{real_id}.{'A' * 32}")  # the request exists
+        assert response is not None and response.status == 403
+        await expect(page.locator("h1")).to_have_text("This link is not valid.")
+        await expect(page.locator("p").first).to_contain_text("Open the link exactly as you received it")
         await expect(page.locator("#hg-form")).to_have_count(0)
+        assert await watched.problems(statuses=[403, 404]) == []
+    page = (await open_page()).page
     response = await page.goto(form_url)
     assert response is not None and response.status == 200  # the real link still works
     await withdraw(gateway.url, call, form_url)
+
+
+async def test_an_expired_link_is_a_readable_410_page(
+    start_gateway: StartGateway, open_page: OpenPage
+) -> None:
+    gateway = start_gateway(HUMANGATE_ANONYMOUS_TIMEOUT="1", HUMANGATE_POLL_INTERVAL="0.2")
+    call = start_call(gateway.url, {"message": "Too late", "schema": APPROVAL, "uiType": "web"})
+    form_url = await call.form_url()
+    assert text_of(await call.result()) == "User canceled: Request timed out after 1 second"
+    watched = await open_page(javascript=False)
+    response = await watched.page.goto(form_url)
+    assert response is not None and response.status == 410
+    await expect(watched.page.locator("h1")).to_have_text("Expired")
+    await expect(watched.page.locator(".outcome")).to_contain_text("This request expired at")
+    assert await watched.problems(statuses=[410]) == []
 
 
 async def test_a_pattern_with_a_hyphen_in_a_class_is_checked_by_the_browser_too(
