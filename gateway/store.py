@@ -115,6 +115,13 @@ class HumanFunctionStore:
             raise UnknownRequestError(f"no request with id {hf_id!r} (it may have expired)")
         return _load(fields)
 
+    @store_operation
+    async def attached(self, fingerprint: str) -> str | None:
+        """The id of the request an identical call (same caller, channel, message, schema) would
+        re-attach to, if any (the inline form app finds its request this way)."""
+        hf_id = await self.redis.get(keys.attach(fingerprint))
+        return None if hf_id is None else _text(hf_id)
+
     async def get_by_token(self, token: str) -> HumanFunction:
         """The Human Function a form token opens; the secret is compared in constant time."""
         hf_id, _, secret = token.partition(".")
