@@ -19,6 +19,13 @@ from schemas.results import NO_REASON
 AGENT_VIA = "agent"
 """The ``via`` of an outcome the agent caused by withdrawing its request."""
 
+CLIENT_VIA = "client"
+"""The ``via`` of an answer given in the agent's own MCP client (its elicitation form or the inline
+app); ``by`` is then the calling caller."""
+
+IN_CLIENT = "in the agent's client"
+"""Said of every outcome given in the agent's client: ``Answered in the agent's client by ci-bot``."""
+
 NO_ANSWER = "No answer"
 """How an optional field the person left out is shown."""
 
@@ -135,7 +142,8 @@ class OutcomeSummary:
     status: Status
     verb: str
     """``Approved``, ``Not approved``, ``Answered``, ``Declined``, ``Canceled``, ``Withdrawn by the agent``
-    or ``Expired``."""
+    or ``Expired``; ``Answered in the agent's client`` (and ``Declined ...``, ``Canceled ...``) for an
+    answer given in the agent's own MCP client."""
     by: str | None
     reason: str | None
     """The decline or cancel reason (``No reason given`` when none); ``None`` for other outcomes."""
@@ -153,7 +161,11 @@ def outcome_summary(hf: HumanFunction) -> OutcomeSummary | None:
     if hf.is_pending or outcome is None:
         return None
     by, reason = outcome.by, None
-    if hf.status is Status.ACCEPTED:
+    if outcome.via == CLIENT_VIA:
+        verb = {Status.ACCEPTED: "Answered", Status.DECLINED: "Declined"}.get(hf.status, "Canceled")
+        verb = f"{verb} {IN_CLIENT}"
+        reason = None if hf.status is Status.ACCEPTED else outcome.reason or NO_REASON
+    elif hf.status is Status.ACCEPTED:
         field = approval_field(hf.request_schema)
         approved = (outcome.content or {}).get(field) if field else None
         verb = "Approved" if approved is True else "Not approved" if approved is False else "Answered"

@@ -11,6 +11,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from redis.asyncio import Redis
 
@@ -46,6 +47,19 @@ class Caller:
 
 
 ANONYMOUS_CALLER = Caller(ANONYMOUS, authenticated=False)
+
+
+class Owned(Protocol):
+    """Anything a caller creates: a Human Function, a task."""
+
+    @property
+    def requester(self) -> str: ...
+
+
+def owns(caller: Caller, owned: Owned) -> bool:
+    """Whether ``caller`` created ``owned``: the one place that decides who may see, answer or withdraw
+    a request or task (caller isolation changes what identifies a caller here, and nowhere else)."""
+    return owned.requester == caller.name
 
 
 def digest(key: str) -> str:

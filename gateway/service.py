@@ -16,7 +16,7 @@ from typing import Any
 
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
-from gateway.callers import Caller
+from gateway.callers import Caller, owns
 from gateway.metrics import ENDED
 from gateway.queue import JobRecorder
 from gateway.returned import ReturnedMarks
@@ -132,7 +132,7 @@ class HumanFunctionService:
     async def withdraw(self, hf_id: str, caller: Caller) -> HumanFunction:
         """The agent cancels its own request (reason ``Request canceled by the agent``)."""
         hf = await self.store.get(hf_id)
-        if hf.requester != caller.name:
+        if not owns(caller, hf):
             raise UnknownRequestError(f"no request with id {hf_id!r} for this caller")
         outcome = Outcome(
             status=Status.CANCELED,

@@ -112,6 +112,13 @@ class HumanFunctionStore:
         return _load(fields)
 
     @store_operation
+    async def attached(self, fingerprint: str) -> str | None:
+        """The id of the request an identical call (same caller, channel, message, schema) would
+        re-attach to, if any (the inline form app finds its request this way)."""
+        hf_id = await self.redis.get(keys.attach(fingerprint))
+        return None if hf_id is None else _text(hf_id)
+
+    @store_operation
     async def finish(
         self, hf_id: str, outcome: Outcome, expired: Outcome, update: list[Command], *, retain: bool
     ) -> HumanFunction:

@@ -7,7 +7,7 @@ the cached instance with ``override_settings(...)``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no call has returned yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
+    client_elicitation: Literal["race", "off"] = "race"
+    """``race``: also ask through the calling MCP client's own form when it declares form elicitation
+    (SPEC 9); ``off``: only the channel asks."""
 
     max_properties: int = Field(32, gt=0)
     max_options: int = Field(100, gt=0)

@@ -25,6 +25,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from channels.base import RenderContext
 from channels.display import (
+    CLIENT_VIA,
+    IN_CLIENT,
     answered_values,
     field_label,
     finite_number,
@@ -261,6 +263,7 @@ def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
         shown=shown,
         notice=notice,
         by=outcome.by if outcome is not None and outcome.by else None,
+        where=IN_CLIENT if outcome is not None and outcome.via == CLIENT_VIA else None,
         at_text=time_text(at),
         at_iso=iso_time(at),
         deadline_text=time_text(hf.deadline),

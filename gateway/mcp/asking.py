@@ -13,6 +13,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from gateway.callers import Caller
+from gateway.mcp.client_form import start_race, stop_race
 from gateway.mcp.texts import (
     OPEN_FAILED_TEXT,
     RESTARTING_TEXT,
@@ -28,7 +29,7 @@ from gateway.runtime import Runtime
 from gateway.store import Opened
 from gateway.waiting import GatewayStopping, Tick, wait_for_end
 from schemas.errors import HumangateError, StoreUnavailableError
-from schemas.models import Outcome
+from schemas.models import HumanFunction, Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +46,23 @@ class Call:
     ctx: ServerRequestContext[Any]
 
 
-async def ask(
-    call: Call, channel: str, message: str, schema: dict[str, Any], result_of: ResultOf = outcome_result
-) -> types.CallToolResult:
-    """Open (or re-attach to) a Human Function and wait for it to end; never raises."""
-    runtime = call.runtime
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a tool asks: on which channel, the message, and the flat schema (already checked)."""
+
+    channel: str
+    message: str
+    schema: dict[str, Any]
+
+
+async def open_question(
+    call: Call, question: Question
+) -> tuple[HumanFunction, Opened] | types.CallToolResult:
+    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result."""
     try:
-        hf, opened = await runtime.service.open(call.caller, channel, message, schema)
+        hf, opened = await call.runtime.service.open(
+            call.caller, question.channel, question.message, question.schema
+        )
     except StoreUnavailableError as exc:
         logger.warning("could not open a request: %s", exc)
         return text_result(STORE_UNAVAILABLE_TEXT, error=True)
@@ -61,7 +72,20 @@ async def ask(
         logger.exception("opening a request failed")
         return text_result(OPEN_FAILED_TEXT, error=True)
     if opened is Opened.CREATED:
-        OPENED.labels(channel=channel).inc()
+        OPENED.labels(channel=question.channel).inc()
+    return hf, opened
+
+
+async def ask(call: Call, question: Question, result_of: ResultOf = outcome_result) -> types.CallToolResult:
+    """Open (or re-attach to) a Human Function and wait for it to end; never raises.
+
+    While the channel waits, a client that declares form elicitation is asked in its own form too
+    (``gateway.mcp.client_form``)."""
+    runtime = call.runtime
+    opening = await open_question(call, question)
+    if isinstance(opening, types.CallToolResult):
+        return opening
+    hf, opened = opening
     if opened is Opened.RETAINED:
         assert hf.outcome is not None
         return result_of(hf.outcome, hf.id)
@@ -76,6 +100,7 @@ async def ask(
             last_progress, total=hf.timeout_seconds, message=progress_message(tick, where)
         )
 
+    race = start_race(call, hf)
     try:
         outcome = await wait_for_end(runtime.service, runtime.events, hf, on_tick)
     except GatewayStopping:
@@ -84,4 +109,6 @@ async def ask(
         # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
         logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
         return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
+    finally:
+        await stop_race(race)
     return result_of(outcome, hf.id)

@@ -7,7 +7,8 @@ from typing import Any
 import mcp_types as types
 
 from channels.registry import default_channel
-from gateway.mcp.asking import Call, ask
+from gateway.mcp.app import FORM_URI
+from gateway.mcp.asking import Call, Question
 from gateway.mcp.texts import text_result
 from gateway.service import check_request
 from schemas.errors import HumangateError, InvalidRequestError
@@ -31,8 +32,11 @@ TOOL = types.Tool(
         },
         "required": ["message", "schema"],
     },
+    execution=types.ToolExecution(task_support="optional"),
+    _meta={"ui": {"resourceUri": FORM_URI}},
 )
-"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely)."""
+"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely), plus the
+two additive fields of SPEC §9: its inline form app, and that a call may run as a task."""
 
 
 def channel_argument(args: dict[str, Any], settings: Settings) -> str:
@@ -60,10 +64,10 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str
     return message, schema, channel
 
 
-async def handle(call: Call, arguments: dict[str, Any] | None) -> types.CallToolResult:
-    """Ask a person as the arguments say, and wait for the answer."""
+async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
+    """The question the arguments ask, or the error naming what is wrong with them."""
     try:
         message, schema, channel = parse_arguments(arguments, call.runtime.settings)
     except HumangateError as exc:
         return text_result(str(exc), error=True)
-    return await ask(call, channel, message, schema)
+    return Question(channel, message, schema)

@@ -8,6 +8,7 @@ import pytest
 
 from channels.display import (
     AGENT_VIA,
+    CLIENT_VIA,
     answered_values,
     approval_field,
     display_value,
@@ -75,6 +76,18 @@ def test_values_are_shown_with_titles_and_plain_numbers_in_schema_order() -> Non
         (
             ended(Status.EXPIRED, Action.CANCEL, via="timeout", reason="Request timed out after 3 minutes"),
             "Expired: Request timed out after 3 minutes",
+        ),
+        (
+            ended(Status.ACCEPTED, Action.ACCEPT, content={"approved": True}, by="ci-bot", via=CLIENT_VIA),
+            "Answered in the agent's client by ci-bot",
+        ),
+        (
+            ended(Status.DECLINED, Action.DECLINE, by="ci-bot", via=CLIENT_VIA),
+            "Declined in the agent's client by ci-bot: No reason given",
+        ),
+        (
+            ended(Status.CANCELED, Action.CANCEL, by="ci-bot", via=CLIENT_VIA, reason="later"),
+            "Canceled in the agent's client by ci-bot: later",
         ),
     ],
 )

@@ -91,6 +91,9 @@ class FakeTeams:
     lose_post_responses: int = 0
     """Posts to create (as Teams would) but answer with a 500, as if the response got lost."""
     activities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every activity as it is now (edits replace it)."""
+    originals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every activity as it was first posted."""
     keys: list[dict[str, Any]] = field(default_factory=lambda: [jwk_of(SIGNING_KEY, KID)])
     server: FakeServer = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -160,10 +163,14 @@ class FakeTeams:
             return [dict(a) for a in self.activities.values()]
 
     async def posted(self, count: int = 1) -> list[dict[str, Any]]:
-        """The first ``count`` activities posted, once they are."""
-        return await self.server.wait_for(
-            lambda _: self.stored()[:count] if len(self.stored()) >= count else None
-        )
+        """The first ``count`` activities as they were posted (before any edit), once they are."""
+
+        def found(_: list[Call]) -> list[dict[str, Any]] | None:
+            with self._lock:
+                posted = [dict(a) for a in self.originals.values()]
+            return posted[:count] if len(posted) >= count else None
+
+        return await self.server.wait_for(found)
 
     async def edited(self, activity_id: str, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """The card of the first edit of ``activity_id`` that ``predicate`` accepts."""
@@ -216,6 +223,7 @@ class FakeTeams:
         with self._lock:
             activity_id = str(next(self._ids))
             self.activities[activity_id] = {"id": activity_id, **activity}
+            self.originals[activity_id] = {"id": activity_id, **activity}
             if self.lose_post_responses:
                 self.lose_post_responses -= 1
                 return _error(500, "InternalServerError", "An error has occurred.")

@@ -23,32 +23,43 @@ APPROVAL = {
 @pytest.mark.parametrize("era", ERAS)
 async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, era: Era) -> None:
     gateway = start_gateway()
-    tools = await list_tools(gateway.url, era=era)
-    assert [tool.model_dump(by_alias=True, exclude_none=True) for tool in tools] == [
-        {
-            "name": "elicit",
-            "description": "Request structured input from user via Human Functions",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "message": {
-                        "type": "string",
-                        "description": "Message explaining what information is needed",
-                    },
-                    "schema": {
-                        "type": "object",
-                        "description": "JSON Schema for requested data (flat object only)",
-                    },
-                    "uiType": {
-                        "type": "string",
-                        "enum": ["slack", "discord", "teams", "web"],
-                        "description": "UI platform to use (default: slack)",
-                    },
+    tools = {
+        tool.name: tool.model_dump(by_alias=True, exclude_none=True)
+        for tool in await list_tools(gateway.url, era=era)
+    }
+    elicit = tools.pop("elicit")
+    # SPEC 9's additive fields: the inline form app, and (a 2025-11-25 field, sieved on 2026-07-28) tasks.
+    assert elicit.pop("_meta") == {"ui": {"resourceUri": "ui://humangate/form.html"}}
+    assert elicit.pop("execution", {"taskSupport": "optional"}) == {"taskSupport": "optional"}
+    assert ("execution" in tools["answer_request"]) is False
+    assert elicit == {
+        "name": "elicit",
+        "description": "Request structured input from user via Human Functions",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "message": {
+                    "type": "string",
+                    "description": "Message explaining what information is needed",
                 },
-                "required": ["message", "schema"],
+                "schema": {
+                    "type": "object",
+                    "description": "JSON Schema for requested data (flat object only)",
+                },
+                "uiType": {
+                    "type": "string",
+                    "enum": ["slack", "discord", "teams", "web"],
+                    "description": "UI platform to use (default: slack)",
+                },
             },
-        }
-    ]
+            "required": ["message", "schema"],
+        },
+    }
+    # The only other tool is the form app's, which hosts never show the model.
+    assert list(tools) == ["answer_request"]
+    assert tools["answer_request"]["_meta"] == {
+        "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}
+    }
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -201,7 +212,7 @@ async def test_no_standalone_stream_is_offered_so_sessions_stay_small(start_gate
     assert response.status_code == 405
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"POST", "DELETE"}
     for era in ERAS:  # the official client still calls tools in both eras
-        assert [tool.name for tool in await list_tools(gateway.url, era=era)] == ["elicit"]
+        assert [tool.name for tool in await list_tools(gateway.url, era=era)] == ["elicit", "answer_request"]
 
 
 async def test_two_concurrent_answers_have_exactly_one_winner(start_gateway: StartGateway) -> None:
