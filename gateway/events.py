@@ -58,12 +58,15 @@ def _resolve(future: asyncio.Future[None]) -> None:
 class Waiter:
     """One waiting call's view of its Human Function: ended or not, and its delivery note."""
 
-    __slots__ = ("_wake", "ended", "hf_id", "note")
+    __slots__ = ("_wake", "deadline", "ended", "hf_id", "note", "started")
 
-    def __init__(self, hf_id: str, note: str | None) -> None:
+    def __init__(self, hf_id: str, note: str | None, deadline: float) -> None:
         self.hf_id = hf_id
         self.ended: Outcome | None = None
         self.note = note
+        self.deadline = deadline
+        self.started = False
+        """A person started answering (and the request got its full deadline)."""
         self._wake: asyncio.Future[None] | None = None
 
     async def sleep(self, seconds: float) -> None:
@@ -128,9 +131,9 @@ class Events:
         self.stopping = False
         """The process is shutting down: waiting calls end now (their requests stay pending)."""
 
-    def watch(self, hf_id: str, note: str | None = None) -> Waiter:
+    def watch(self, hf_id: str, deadline: float, note: str | None = None) -> Waiter:
         """Start waiting on ``hf_id``; pair with ``unwatch`` in a ``finally``."""
-        waiter = Waiter(hf_id, note)
+        waiter = Waiter(hf_id, note, deadline)
         self._waiting.setdefault(hf_id, []).append(waiter)
         outcome = self._recent.get(hf_id)
         if outcome is not None:
@@ -254,6 +257,11 @@ class Events:
             note = _text(fields[b"note"]) or None
             for waiter in self._waiting.get(hf_id, ()):
                 waiter.note = note
+        elif b"deadline" in fields:
+            deadline = float(fields[b"deadline"])
+            for waiter in self._waiting.get(hf_id, ()):
+                waiter.deadline, waiter.started = deadline, True
+                waiter.wake()  # tell the agent now: the person is answering
 
     def _settle(self, hf_id: str, outcome: bytes) -> None:
         self._recent[hf_id] = outcome

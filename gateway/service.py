@@ -22,7 +22,7 @@ from gateway.queue import JobRecorder
 from gateway.returned import ReturnedMarks
 from gateway.store import REAP_BATCH, HumanFunctionStore, Opened
 from gateway.validation import validate_answer_off_loop
-from schemas.errors import ExpiredError, InvalidRequestError, UnknownRequestError
+from schemas.errors import ExpiredError, InvalidRequestError, StoreUnavailableError, UnknownRequestError
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
@@ -76,15 +76,28 @@ class HumanFunctionService:
         """Results calls returned, written down in the background (``gateway.returned``)."""
 
     async def open(
-        self, caller: Caller, channel: str, message: str, schema: dict[str, Any]
+        self,
+        caller: Caller,
+        channel: str,
+        message: str,
+        schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> tuple[HumanFunction, Opened]:
         """Create and queue a Human Function in one step, or re-attach to an identical pending one,
         or hand out the kept result of an identical answered one (SPEC §6).
 
-        The arguments must have passed ``check_request``.
+        ``timeout`` may shorten the caller's timeout, never lengthen it. With ``idle_timeout``, the
+        request ends that soon unless a person starts answering (``started``), which gives it the
+        full timeout. The arguments must have passed ``check_request``.
         """
         platform = get_channel(channel, self.settings)
         now = self.clock()
+        full = (
+            caller.timeout(self.settings) if timeout is None else min(timeout, caller.timeout(self.settings))
+        )
+        idle = idle_timeout if idle_timeout is not None and idle_timeout < full else None
         hf = HumanFunction(
             id=new_id(),
             requester=caller.name,
@@ -92,7 +105,8 @@ class HumanFunctionService:
             message=message,
             request_schema=schema,
             created_at=now,
-            deadline=now + caller.timeout(self.settings),
+            deadline=now + (full if idle is None else idle),
+            full_deadline=None if idle is None else now + full,
             form_secret=new_form_secret(),
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
@@ -101,6 +115,7 @@ class HumanFunctionService:
             fingerprint(caller.name, channel, message, schema),
             timeout_reason(hf.timeout_seconds),
             delivery,
+            full_expire_reason=timeout_reason(full),
         )
         logger.info("%s hf=%s channel=%s requester=%s", opened.value, hf.id, channel, caller.name)
         return hf, opened
@@ -128,6 +143,20 @@ class HumanFunctionService:
             "answered hf=%s channel=%s via=%s action=%s", hf.id, hf.channel, answer.via, answer.action
         )
         return hf
+
+    async def started(self, hf: HumanFunction) -> HumanFunction:
+        """A person started answering ``hf`` (opened its form or a modal): a request opened with an
+        idle timeout gets its full timeout. Returns ``hf`` as it now is; never fails the person's
+        request (the short deadline stays if Redis cannot be reached)."""
+        if hf.full_deadline is None or not hf.is_pending:
+            return hf
+        try:
+            if await self.store.start(hf.id):
+                logger.info("a person started answering hf=%s channel=%s", hf.id, hf.channel)
+        except StoreUnavailableError as exc:
+            logger.warning("could not extend the deadline hf=%s channel=%s: %s", hf.id, hf.channel, exc)
+            return hf
+        return hf.model_copy(update={"deadline": hf.full_deadline, "full_deadline": None})
 
     async def withdraw(self, hf_id: str, caller: Caller) -> HumanFunction:
         """The agent cancels its own request (reason ``Request canceled by the agent``)."""

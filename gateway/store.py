@@ -76,14 +76,24 @@ class HumanFunctionStore:
         self._finish = redis.register_script(scripts.FINISH)
         self._reap = redis.register_script(scripts.REAP)
         self._note = redis.register_script(scripts.NOTE)
+        self._start = redis.register_script(scripts.START)
 
     @store_operation
     async def create(
-        self, hf: HumanFunction, fingerprint: str, expire_reason: str, delivery: list[Command]
+        self,
+        hf: HumanFunction,
+        fingerprint: str,
+        expire_reason: str,
+        delivery: list[Command],
+        full_expire_reason: str = "",
     ) -> tuple[HumanFunction, Opened]:
         """Store ``hf`` and queue ``delivery`` in one step, unless an identical request exists (see
-        ``Opened``); returns the request the call is about, and what happened."""
+        ``Opened``); returns the request the call is about, and what happened.
+
+        ``expire_reason`` is why it ends at ``hf.deadline``; with ``hf.full_deadline`` set,
+        ``full_expire_reason`` is why it ends at that one, once a person started answering."""
         keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
+        last = hf.deadline if hf.full_deadline is None else hf.full_deadline
         verdict, fields = await self._create(
             keys=[keys.human_function(hf.id), keys.attach(fingerprint), keys.PENDING],
             args=[
@@ -92,9 +102,11 @@ class HumanFunctionStore:
                 repr(hf.deadline),
                 fingerprint,
                 expire_reason,
-                int((hf.deadline + keep) * 1000),
+                int((last + keep) * 1000),
                 int(hf.deadline * 1000),
                 keys.HF_PREFIX,
+                "" if hf.full_deadline is None else repr(hf.full_deadline),
+                full_expire_reason,
                 *flatten(delivery),
             ],
         )
@@ -170,6 +182,16 @@ class HumanFunctionStore:
         )
 
     @store_operation
+    async def start(self, hf_id: str) -> bool:
+        """A person started answering: a request opened with an idle timeout gets its full deadline
+        (its waiting calls hear of it at once). False when there was nothing to extend."""
+        started = await self._start(
+            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS],
+            args=[hf_id, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS],
+        )
+        return bool(started)
+
+    @store_operation
     async def mark_returned(self, hf_ids: list[str]) -> None:
         """Calls returned these functions' results: identical calls now ask again (one round trip)."""
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -243,6 +265,9 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
     data = {_text(k): _text(v) for k, v in fields.items()}
     doc: dict[str, Any] = json.loads(data["doc"])
     doc["status"] = data["status"]
+    doc["deadline"] = float(data["deadline"])  # the hash's is current: a person starting extends it
+    if data.get("full_deadline"):
+        doc["full_deadline"] = float(data["full_deadline"])
     if data.get("outcome"):
         doc["outcome"] = json.loads(data["outcome"])
     if data.get("refs"):

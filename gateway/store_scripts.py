@@ -36,7 +36,8 @@ CREATE = (
     + """
 -- KEYS: 1 the new hash, 2 the attach key, 3 the pending index.
 -- ARGV: 1 id, 2 doc, 3 deadline, 4 fingerprint, 5 expire reason, 6 hash expiry (ms since epoch),
---       7 attach expiry (ms since epoch), 8 hash key prefix, 9.. the delivery job's commands.
+--       7 attach expiry (ms since epoch), 8 hash key prefix, 9 full deadline ('' for none),
+--       10 its expire reason, 11.. the delivery job's commands.
 -- An identical pending request is re-attached to; an identical one a person answered and no call
 -- has returned yet is handed out once (then marked returned); otherwise a new one is stored.
 local existing = redis.call('GET', KEYS[2])
@@ -53,10 +54,13 @@ if existing then
 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'status', 'pending', 'deadline', ARGV[3],
   'fingerprint', ARGV[4], 'expire_reason', ARGV[5])
+if ARGV[9] ~= '' then
+  redis.call('HSET', KEYS[1], 'full_deadline', ARGV[9], 'full_expire_reason', ARGV[10])
+end
 redis.call('PEXPIREAT', KEYS[1], ARGV[6])
 redis.call('SET', KEYS[2], ARGV[1], 'PXAT', ARGV[7])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-run_commands(ARGV, 9)
+run_commands(ARGV, 11)
 return {'created', {}}
 """
 )
@@ -152,3 +156,27 @@ return 1
 """
 )
 """Record (or clear) what went wrong delivering a pending request, and tell its waiting calls."""
+
+START = (
+    EVENTS_MIN_ID
+    + """
+-- KEYS: 1 the hash, 2 the pending index, 3 the events stream.
+-- ARGV: 1 id, 2 attach key prefix, 3 seconds of events to keep.
+-- A person started answering a request opened with an idle timeout: it gets its full deadline.
+local f = redis.call('HMGET', KEYS[1],
+  'status', 'deadline', 'full_deadline', 'full_expire_reason', 'fingerprint')
+if f[1] ~= 'pending' or not f[3] then return 0 end
+redis.call('HSET', KEYS[1], 'deadline', f[3], 'expire_reason', f[4])
+redis.call('HDEL', KEYS[1], 'full_deadline', 'full_expire_reason')
+redis.call('ZADD', KEYS[2], 'XX', f[3], ARGV[1])
+if f[5] then
+  local attach = ARGV[2] .. f[5] .. '}'
+  if redis.call('GET', attach) == ARGV[1] then
+    redis.call('PEXPIREAT', attach, math.floor(tonumber(f[3]) * 1000))
+  end
+end
+redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(ARGV[3]), '*', 'id', ARGV[1], 'deadline', f[3])
+return 1
+"""
+)
+"""Give a request with an idle timeout its full deadline (a person started answering); 1 if it did."""

@@ -38,6 +38,10 @@ class Tick:
     seconds_left: float
     delivery_error: str | None
     store_available: bool = True
+    started: bool = False
+    """A person started answering a request opened with an idle timeout (it has its full timeout)."""
+    timeout: float = 0.0
+    """The request's whole timeout now, in seconds (the progress ``total``)."""
 
 
 OnTick = Callable[[Tick], Awaitable[None]]
@@ -57,17 +61,20 @@ async def wait_for_end(
     the process's work is spread evenly over each interval. Cancelling this coroutine (client
     gone) leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``.
     """
-    waiter = events.watch(hf.id, hf.delivery_error)
+    waiter = events.watch(hf.id, hf.deadline, hf.delivery_error)
     try:
         interval = service.settings.poll_interval
-        pause = interval * random.uniform(FIRST_PAUSE_MIN, 1.0)
+        pause = interval * random.uniform(FIRST_PAUSE_MIN, 1.0)  # spreading ticks, not secrecy
         while waiter.ended is None:
             if events.stopping:
                 raise GatewayStopping(hf.id)
+            if waiter.deadline != hf.deadline:  # a person started answering: the full timeout
+                hf = hf.model_copy(update={"deadline": waiter.deadline, "full_deadline": None})
             left = hf.deadline - service.clock()
             if left <= 0:
                 return await _expire(service, hf)
-            await on_tick(Tick(hf, left, waiter.note, events.available))
+            tick = Tick(hf, left, waiter.note, events.available, waiter.started, hf.timeout_seconds)
+            await on_tick(tick)
             if waiter.ended is None:
                 await waiter.sleep(min(pause, left))
                 pause = interval

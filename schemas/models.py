@@ -74,6 +74,9 @@ class HumanFunction(BaseModel):
     request_schema: dict[str, Any]
     created_at: float
     deadline: float
+    full_deadline: float | None = None
+    """While nobody has started answering a request opened with an idle timeout, ``deadline`` is
+    that short one; this is the deadline it gets once a person starts (``None``: no idle timeout)."""
     form_secret: str = Field(repr=False)
     status: Status = Status.PENDING
     outcome: Outcome | None = None

@@ -116,6 +116,7 @@ async def show_form(request: Request, token: str) -> Response:
     hf = await _open(runtime, token, nonce)
     if isinstance(hf, Response):
         return hf
+    hf = await runtime.service.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
     return _page(render_page(hf, _context(runtime, hf), nonce=nonce, notice=notice), nonce)
 

@@ -97,7 +97,7 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
         nonlocal last_progress
         last_progress = max(last_progress + 0.001, round(runtime.service.clock() - started, 3))
         await call.ctx.session.report_progress(
-            last_progress, total=hf.timeout_seconds, message=progress_message(tick, where)
+            last_progress, total=tick.timeout, message=progress_message(tick, where)
         )
 
     race = start_race(call, hf)

@@ -43,6 +43,13 @@ STORE_UNREACHABLE_NOTE = (
 """Added to progress messages while the events reader cannot read Redis."""
 
 
+STARTED_NOTE = "A person started answering, so the request now waits its full time"
+"""Added to progress once a person starts answering a request opened with an idle timeout."""
+
+IDLE_NOTE = "It is canceled if nobody starts answering before then"
+"""Added to progress while a request opened with an idle timeout waits for someone to start."""
+
+
 def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
     """A tool result of one text (and optional structured content)."""
     return types.CallToolResult(
@@ -68,6 +75,10 @@ def waiting_where(hf: HumanFunction, settings: Settings) -> str:
 def progress_message(tick: Tick, where: str) -> str:
     """Where the request waits and how long is left, for the agent's progress notifications."""
     text = f"{where}; {duration_text(tick.seconds_left)} left"
+    if tick.started:
+        text += f". {STARTED_NOTE}"
+    elif tick.hf.full_deadline is not None:
+        text += f". {IDLE_NOTE}"
     if tick.delivery_error:
         text += f". Delivery problem: {tick.delivery_error}"
     if not tick.store_available:

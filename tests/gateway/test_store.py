@@ -256,3 +256,29 @@ async def test_an_unreachable_redis_is_store_unavailable_quickly() -> None:
         await store.get("a1")
     assert time.monotonic() - started < 3
     await redis.aclose()
+
+
+async def test_a_person_starting_gives_an_idle_request_its_full_deadline(store: HumanFunctionStore) -> None:
+    hf = make_hf(deadline=NOW + 60).model_copy(update={"full_deadline": NOW + 300})
+    await store.create(hf, "fp1", "Request timed out after 1 minute", [], full_expire_reason=REASON)
+    assert (await store.get("a1")).full_deadline == NOW + 300
+    assert await store.start("a1")
+    started = await store.get("a1")
+    assert (started.deadline, started.full_deadline) == (NOW + 300, None)
+    assert await store.redis.zscore(keys.PENDING, "a1") == NOW + 300
+    assert await store.redis.hget(keys.human_function("a1"), "expire_reason") == REASON.encode()
+    assert [e["deadline"] for e in await events(store)] == [repr(NOW + 300)]
+    assert not await store.start("a1")  # once only
+    await create(store, make_hf("b2"), "fp2")
+    assert not await store.start("b2")  # no idle timeout: nothing to extend
+
+
+async def test_an_idle_request_nobody_started_expires_at_its_short_deadline(
+    store: HumanFunctionStore,
+) -> None:
+    hf = make_hf(deadline=NOW + 60).model_copy(update={"full_deadline": NOW + 300})
+    await store.create(hf, "fp1", "Request timed out after 1 minute", [], full_expire_reason=REASON)
+    reaped = await store.reap(NOW + 61)
+    assert reaped.expired == 1
+    ended = await store.get("a1")
+    assert ended.outcome is not None and ended.outcome.reason == "Request timed out after 1 minute"

@@ -201,3 +201,31 @@ async def test_a_call_at_its_deadline_ends_with_the_timeout_even_without_redis(
             assert time.time() - hf.deadline < 1.5
             assert outcome.status is Status.EXPIRED
             assert outcome.reason == "Request timed out after 3 seconds"
+
+
+async def test_a_person_starting_extends_a_waiting_idle_request_and_the_agent_is_told(
+    fast_polling: Runtime,
+) -> None:
+    hf, _ = await fast_polling.service.open(
+        ANONYMOUS_CALLER, "web", f"Anyone {time.time()}?", APPROVAL, idle_timeout=3
+    )
+    assert hf.full_deadline is not None and hf.deadline - hf.created_at == pytest.approx(3)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    assert not checks.ticks[0].started and checks.ticks[0].seconds_left <= 3
+    started = await fast_polling.service.started(hf)
+    assert started.deadline == hf.full_deadline
+    await checks.reached(1, lambda tick: tick.started)
+    tick = next(t for t in checks.ticks if t.started)
+    assert tick.seconds_left > 170 and tick.timeout == pytest.approx(180)
+    await fast_polling.service.answer(started, ACCEPT)
+    assert (await asyncio.wait_for(waiting, 5)).status is Status.ACCEPTED
+
+
+async def test_an_idle_request_nobody_starts_ends_with_the_short_timeout(fast_polling: Runtime) -> None:
+    hf, _ = await fast_polling.service.open(
+        ANONYMOUS_CALLER, "web", f"Anyone {time.time()}?", APPROVAL, idle_timeout=1
+    )
+    outcome = await asyncio.wait_for(waiting_on(fast_polling, hf, Checks()), 5)
+    assert outcome.status is Status.EXPIRED and outcome.reason == "Request timed out after 1 second"

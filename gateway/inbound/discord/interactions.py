@@ -112,6 +112,8 @@ async def _respond(runtime: Runtime, interaction: Mapping[str, Any]) -> Reply:
     await remember_message(runtime, hf, interaction)
     if not hf.is_pending:
         return _ended(hf)
+    if custom_id.act in (Act.RESPOND, Act.DECLINE):
+        await runtime.service.started(hf)  # opening a modal counts as starting to answer
     if custom_id.act is Act.RESPOND:
         values = await Drafts(runtime.redis).load(hf.id, user_id)
         return {"type": MODAL, "data": form_modal(hf, custom_id.arg or 0, values)}

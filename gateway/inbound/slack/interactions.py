@@ -151,6 +151,7 @@ async def tell(response_url: Any, text: str, hf_id: str) -> None:
 async def _open_modal(
     runtime: Runtime, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
 ) -> None:
+    await runtime.service.started(hf)  # opening a modal counts as starting to answer
     view = form_view(hf) if action is None else reason_view(hf, action)
     client: SlackClient = await runtime.channel_client("slack")
     try:

@@ -187,10 +187,12 @@ async def _execute(runtime: Runtime, action: CardAction, activity: Mapping[str, 
         logger.info("refused a user not allowed hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return card_reply(render_card(hf, ctx, notice=NOT_ALLOWED))
     if action.verb == REFRESH:
+        await runtime.service.started(hf)  # the person has the card in front of them
         return card_reply(render_card(hf, ctx))
     if not hf.is_pending:
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
+        await runtime.service.started(hf)
         return card_reply(reason_card(hf))
     await _adopt(runtime, hf, activity)
     try:
