@@ -17,6 +17,7 @@ from gateway import docs, health, rest
 from gateway.auth import CallerAuth
 from gateway.errors import install_error_handlers
 from gateway.events import Events
+from gateway.hosts import HostCheck
 from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
 from gateway.inbound.slack import events as slack_events
@@ -102,4 +103,5 @@ def create_app(
     app.include_router(health.router)
     app.include_router(docs.router)
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(HostCheck, settings=settings)
     return app

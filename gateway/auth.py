@@ -29,7 +29,9 @@ class CallerAuth:
             if name == b"authorization":
                 header = value.decode("latin-1")
         try:
-            caller = await self.get_runtime().keyring.identify(header)
+            client = scope.get("client")
+            address = str(client[0]) if client else ""
+            caller = await self.get_runtime().keyring.identify(header, address)
         except (AuthError, StoreUnavailableError) as exc:
             await _error(exc)(scope, receive, send)
             return

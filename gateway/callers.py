@@ -26,6 +26,12 @@ ANONYMOUS = "anonymous"
 CALLER_STATE_KEY = "humangate_caller"
 """Where the auth middleware leaves the ``Caller`` in the ASGI scope's state."""
 
+ANONYMOUS_RATE_LIMIT = 20
+"""New requests per minute of the anonymous callers of one address, unless set otherwise."""
+
+ANONYMOUS_MAX_PENDING = 10
+"""Pending requests of the anonymous callers of one address, unless set otherwise."""
+
 KEY_PREFIX = "hg_"
 """Prefix of generated keys, so a leaked one is easy to recognise in logs and scanners."""
 
@@ -35,15 +41,30 @@ class Caller:
     name: str
     """Who asks, as requests show it: the key's name, or ``anonymous``."""
     authenticated: bool
+    address: str = ""
+    """The client's address (after trusted proxies), which tells anonymous callers apart."""
 
     @property
     def identity(self) -> str:
-        """What owns requests and sessions: one per API key name, one for anonymous callers."""
-        return f"key:{self.name}" if self.authenticated else ANONYMOUS
+        """What owns requests, tasks and sessions, and what limits count: one per API key name, and
+        one per client address for anonymous callers (SPEC §3: not one shared identity)."""
+        return f"key:{self.name}" if self.authenticated else f"{ANONYMOUS}:{self.address or 'unknown'}"
 
     def timeout(self, settings: Settings) -> float:
         """Seconds this caller's requests wait: 180 anonymous, 300 authenticated by default."""
         return settings.authenticated_timeout if self.authenticated else settings.anonymous_timeout
+
+    def rate_limit(self, settings: Settings) -> int:
+        """New requests per minute allowed to this caller's identity (SPEC §3)."""
+        if self.authenticated:
+            return settings.rate_limit
+        return settings.anonymous_rate_limit or min(ANONYMOUS_RATE_LIMIT, settings.rate_limit)
+
+    def max_pending(self, settings: Settings) -> int:
+        """Pending requests at once allowed to this caller's identity (SPEC §3)."""
+        if self.authenticated:
+            return settings.max_pending
+        return settings.anonymous_max_pending or min(ANONYMOUS_MAX_PENDING, settings.max_pending)
 
 
 ANONYMOUS_CALLER = Caller(ANONYMOUS, authenticated=False)
@@ -53,13 +74,13 @@ class Owned(Protocol):
     """Anything a caller creates: a Human Function, a task."""
 
     @property
-    def requester(self) -> str: ...
+    def owner(self) -> str: ...
 
 
 def owns(caller: Caller, owned: Owned) -> bool:
-    """Whether ``caller`` created ``owned``: the one place that decides who may see, answer or withdraw
-    a request or task (caller isolation changes what identifies a caller here, and nowhere else)."""
-    return owned.requester == caller.name
+    """Whether ``caller`` created ``owned``: the one place that decides who may see, re-attach to,
+    answer in its own client, or withdraw a request or task."""
+    return bool(owned.owner) and owned.owner == caller.identity
 
 
 def digest(key: str) -> str:
@@ -90,12 +111,12 @@ class KeyRing:
         self._env = env_keys(settings)
 
     @store_operation
-    async def identify(self, authorization: str | None) -> Caller:
+    async def identify(self, authorization: str | None, address: str = "") -> Caller:
         """The caller an ``Authorization`` header names; ``AuthError`` for a wrong or missing key."""
         if authorization is None or not authorization.strip():
             if self.settings.require_auth:
                 raise AuthError("an API key is required: send Authorization: Bearer <key>")
-            return ANONYMOUS_CALLER
+            return Caller(ANONYMOUS, authenticated=False, address=address)
         scheme, _, key = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise AuthError("Authorization must be 'Bearer <api key>'")
@@ -107,7 +128,7 @@ class KeyRing:
                 name = json.loads(stored)["name"]
         if name is None:
             raise AuthError("invalid API key")
-        return Caller(name, authenticated=True)
+        return Caller(name, authenticated=True, address=address)
 
     async def create(self, name: str) -> str:
         """Make a new key for ``name``; the key itself is returned once and never stored."""

@@ -30,6 +30,7 @@ from schemas.errors import (
     InvalidRequestError,
     InvalidSchemaError,
     NotConfiguredError,
+    RateLimitedError,
     SignatureError,
     StoreUnavailableError,
     UnknownRequestError,
@@ -49,6 +50,7 @@ STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
     (UnknownRequestError, 404),
     (ClosedError, 409),
     (DeliveryError, 502),
+    (RateLimitedError, 429),
     (StoreUnavailableError, 503),
 ]
 """HTTP status of each error class; the first match wins, so subclasses come first."""
@@ -82,6 +84,8 @@ ERROR_DESCRIPTIONS = {
     413: "The body is larger than this path accepts (`RequestTooLarge`)",
     422: "A field breaks a rule: the body, the schema (`InvalidSchemaError`, with `violations`), "
     "the message, or the channel (`InvalidRequestError`, `NotConfiguredError`)",
+    429: "Past one of the caller's limits (SPEC §3: new requests per minute, pending requests at once); "
+    "retry after `Retry-After` seconds (`RateLimitedError`)",
     503: "humangate's store (Redis) cannot be reached right now; retry after `Retry-After` seconds "
     "(`StoreUnavailableError`): the same call is safe to repeat",
 }
@@ -114,6 +118,8 @@ def error_headers(exc: HumangateError) -> dict[str, str] | None:
         return {"WWW-Authenticate": "Bearer"}
     if isinstance(exc, StoreUnavailableError):
         return {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    if isinstance(exc, RateLimitedError):
+        return {"Retry-After": str(exc.retry_after)}
     return None
 
 

@@ -12,3 +12,9 @@ ENDED = Counter("humangate_requests_ended", "Human Functions ended, by status", 
 WAITING_CALLS = Gauge(
     "humangate_waiting_calls", "Tool calls waiting for a person right now", registry=REGISTRY
 )
+LIMITED = Counter(
+    "humangate_requests_limited",
+    "New requests refused past a caller's limit, by limit (rate: per minute, pending: at once)",
+    ["limit"],
+    registry=REGISTRY,
+)

@@ -35,6 +35,22 @@ def attach(fingerprint: str) -> str:
     return f"{ATTACH_PREFIX}{fingerprint}}}"
 
 
+RATE_PREFIX = f"{PREFIX}:rate:{{"
+OWNED_PENDING_PREFIX = f"{PREFIX}:pending-of:{{"
+
+
+def rate(identity: str) -> str:
+    """Sorted set: the requests one caller identity opened in the last minute (id -> time in ms),
+    for ``HUMANGATE_RATE_LIMIT``. TTL: a minute after the last one."""
+    return f"{RATE_PREFIX}{identity}}}"
+
+
+def owned_pending(identity: str) -> str:
+    """Sorted set: the pending requests of one caller identity (id -> deadline), for
+    ``HUMANGATE_MAX_PENDING``; members leave when their request ends. TTL: the latest deadline."""
+    return f"{OWNED_PENDING_PREFIX}{identity}}}"
+
+
 PENDING = f"{PREFIX}:pending"
 """Sorted set: id -> deadline of every pending Human Function; the reaper expires what is due.
 No TTL: members leave when their function ends."""
@@ -72,6 +88,12 @@ def mcp_session(session_id: str) -> str:
     process can serve it (and a restarted one still knows it). TTL: ``gateway.mcp.sessions.SESSION_TTL``,
     refreshed while the session is used."""
     return f"{PREFIX}:mcp-session:{{{session_id}}}"
+
+
+def mcp_sessions_of(owner: str) -> str:
+    """Sorted set: the open 2025-11-25 MCP sessions of one caller identity (id -> expiry in ms),
+    which caps how many one caller keeps. TTL: ``gateway.mcp.sessions.SESSION_TTL`` after the last."""
+    return f"{PREFIX}:mcp-sessions-of:{{{owner}}}"
 
 
 API_KEYS = f"{PREFIX}:apikeys"

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
-from gateway.callers import Caller
+from gateway.callers import Caller, owns
 from gateway.errors import error_responses
 from gateway.links import form_url
 from gateway.runtime import Runtime
@@ -89,7 +89,8 @@ async def current_caller(
     ] = None,
 ) -> Caller:
     """The authenticated or anonymous caller; 401 for a wrong key."""
-    return await _runtime(request).keyring.identify(authorization)
+    address = request.client.host if request.client is not None else ""
+    return await _runtime(request).keyring.identify(authorization, address)
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]
@@ -118,7 +119,7 @@ def _view(runtime: Runtime, hf: HumanFunction) -> RequestView:
 
 async def _own(runtime: Runtime, hf_id: str, caller: Caller) -> HumanFunction:
     hf = await runtime.store.get(hf_id)
-    if hf.requester != caller.name:
+    if not owns(caller, hf):
         raise UnknownRequestError(f"no request with id {hf_id!r} for this caller")
     return hf
 
@@ -141,7 +142,7 @@ CREATED_LINKS = {
             "description": "An identical request was re-attached to, or its kept result handed out",
         },
         201: {"links": CREATED_LINKS},
-        **error_responses(401, 413, 422, 503),
+        **error_responses(401, 413, 422, 429, 503),
     },
 )
 async def create_request(

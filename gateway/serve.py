@@ -112,6 +112,8 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
             log_level="info",
             log_config=None,  # keep our handlers (and their token redaction)
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            # The client address that tells anonymous callers apart: X-Forwarded-For only from these.
+            forwarded_allow_ips=",".join(settings.trusted_proxies),
         )
         install_redaction()
         # uvicorn re-raises the SIGTERM it caught once it has shut down; exiting through SystemExit

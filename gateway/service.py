@@ -17,12 +17,18 @@ from typing import Any
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.callers import Caller, owns
-from gateway.metrics import ENDED
+from gateway.metrics import ENDED, LIMITED
 from gateway.queue import JobRecorder
 from gateway.returned import ReturnedMarks
-from gateway.store import REAP_BATCH, HumanFunctionStore, Opened
+from gateway.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
 from gateway.validation import validate_answer_off_loop
-from schemas.errors import ExpiredError, InvalidRequestError, StoreUnavailableError, UnknownRequestError
+from schemas.errors import (
+    ExpiredError,
+    InvalidRequestError,
+    RateLimitedError,
+    StoreUnavailableError,
+    UnknownRequestError,
+)
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.results import WITHDRAWN_REASON, timeout_reason
@@ -44,9 +50,10 @@ def new_form_secret() -> str:
     return secrets.token_urlsafe(24)
 
 
-def fingerprint(requester: str, channel: str, message: str, schema: dict[str, Any]) -> str:
-    """What makes two calls "identical" for re-attaching (SPEC §6)."""
-    canonical = json.dumps([requester, channel, message, schema], sort_keys=True, separators=(",", ":"))
+def fingerprint(owner: str, channel: str, message: str, schema: dict[str, Any]) -> str:
+    """What makes two calls "identical" for re-attaching (SPEC §6): the same caller identity,
+    channel, message and schema."""
+    canonical = json.dumps([owner, channel, message, schema], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -101,6 +108,7 @@ class HumanFunctionService:
         hf = HumanFunction(
             id=new_id(),
             requester=caller.name,
+            owner=caller.identity,
             channel=channel,
             message=message,
             request_schema=schema,
@@ -110,13 +118,19 @@ class HumanFunctionService:
             form_secret=new_form_secret(),
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
-        hf, opened = await self.store.create(
-            hf,
-            fingerprint(caller.name, channel, message, schema),
-            timeout_reason(hf.timeout_seconds),
-            delivery,
-            full_expire_reason=timeout_reason(full),
-        )
+        try:
+            hf, opened = await self.store.create(
+                hf,
+                fingerprint(caller.identity, channel, message, schema),
+                timeout_reason(hf.timeout_seconds),
+                delivery,
+                full_expire_reason=timeout_reason(full),
+                limits=Limits(caller.rate_limit(self.settings), caller.max_pending(self.settings)),
+            )
+        except RateLimitedError as exc:
+            LIMITED.labels(limit=exc.which).inc()
+            logger.info("refused a new request channel=%s requester=%s: %s", channel, caller.name, exc.limit)
+            raise
         logger.info("%s hf=%s channel=%s requester=%s", opened.value, hf.id, channel, caller.name)
         return hf, opened
 

@@ -21,13 +21,23 @@ from gateway import redis_keys as keys
 from gateway import store_scripts as scripts
 from gateway.queue import Command, flatten
 from gateway.redis_client import store_operation
-from schemas.errors import AlreadyAnsweredError, ExpiredError, UnknownRequestError
+from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 
 logger = logging.getLogger(__name__)
 
 REAP_BATCH = 500
 """Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much a new request's owner may open (SPEC §3); the defaults never refuse."""
+
+    per_minute: int = 1_000_000_000
+    """New requests in the last minute."""
+    pending: int = 1_000_000_000
+    """Requests pending at once."""
 
 
 class Opened(enum.Enum):
@@ -56,6 +66,7 @@ def _doc(hf: HumanFunction) -> str:
         include={
             "id",
             "requester",
+            "owner",
             "channel",
             "message",
             "request_schema",
@@ -86,16 +97,24 @@ class HumanFunctionStore:
         expire_reason: str,
         delivery: list[Command],
         full_expire_reason: str = "",
+        limits: Limits = Limits(),
     ) -> tuple[HumanFunction, Opened]:
         """Store ``hf`` and queue ``delivery`` in one step, unless an identical request exists (see
-        ``Opened``); returns the request the call is about, and what happened.
+        ``Opened``); returns the request the call is about, and what happened. A new request counts
+        against its owner's ``limits`` (re-attaching never does); past one, ``RateLimitedError``.
 
         ``expire_reason`` is why it ends at ``hf.deadline``; with ``hf.full_deadline`` set,
         ``full_expire_reason`` is why it ends at that one, once a person started answering."""
         keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
         last = hf.deadline if hf.full_deadline is None else hf.full_deadline
-        verdict, fields = await self._create(
-            keys=[keys.human_function(hf.id), keys.attach(fingerprint), keys.PENDING],
+        result = await self._create(
+            keys=[
+                keys.human_function(hf.id),
+                keys.attach(fingerprint),
+                keys.PENDING,
+                keys.rate(hf.owner),
+                keys.owned_pending(hf.owner),
+            ],
             args=[
                 hf.id,
                 _doc(hf),
@@ -107,9 +126,22 @@ class HumanFunctionStore:
                 keys.HF_PREFIX,
                 "" if hf.full_deadline is None else repr(hf.full_deadline),
                 full_expire_reason,
+                hf.owner,
+                limits.per_minute,
+                limits.pending,
+                int(hf.created_at * 1000),
                 *flatten(delivery),
             ],
         )
+        verdict, fields = result[0], result[1]
+        if _text(verdict) == "limited":
+            which = _text(fields)
+            limit = (
+                f"at most {limits.per_minute} new requests per minute"
+                if which == "rate"
+                else f"at most {limits.pending} pending requests"
+            )
+            raise RateLimitedError(which, limit, max(1, int(result[2])))
         opened = Opened(_text(verdict))
         if opened is Opened.CREATED:
             return hf, opened
@@ -152,6 +184,7 @@ class HumanFunctionStore:
                 int(self.retention * 1000) if retain else 0,
                 keys.ATTACH_PREFIX,
                 keys.EVENTS_KEEP_SECONDS,
+                keys.OWNED_PENDING_PREFIX,
                 *flatten(update),
             ],
         )
@@ -167,7 +200,14 @@ class HumanFunctionStore:
         """Expire up to ``REAP_BATCH`` overdue pending functions in one step."""
         due, expired, flat = await self._reap(
             keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED],
-            args=[repr(now), REAP_BATCH, keys.HF_PREFIX, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS],
+            args=[
+                repr(now),
+                REAP_BATCH,
+                keys.HF_PREFIX,
+                keys.ATTACH_PREFIX,
+                keys.EVENTS_KEEP_SECONDS,
+                keys.OWNED_PENDING_PREFIX,
+            ],
         )
         pairs = [(_text(i), _text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
         return Reaped(int(due), int(expired), pairs)
@@ -187,7 +227,7 @@ class HumanFunctionStore:
         (its waiting calls hear of it at once). False when there was nothing to extend."""
         started = await self._start(
             keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS],
-            args=[hf_id, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS],
+            args=[hf_id, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS, keys.OWNED_PENDING_PREFIX],
         )
         return bool(started)
 

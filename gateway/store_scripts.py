@@ -34,12 +34,15 @@ end
 CREATE = (
     RUN_COMMANDS
     + """
--- KEYS: 1 the new hash, 2 the attach key, 3 the pending index.
+-- KEYS: 1 the new hash, 2 the attach key, 3 the pending index, 4 the owner's rate window,
+--       5 the owner's pending requests.
 -- ARGV: 1 id, 2 doc, 3 deadline, 4 fingerprint, 5 expire reason, 6 hash expiry (ms since epoch),
 --       7 attach expiry (ms since epoch), 8 hash key prefix, 9 full deadline ('' for none),
---       10 its expire reason, 11.. the delivery job's commands.
+--       10 its expire reason, 11 owner, 12 new requests allowed per minute, 13 pending requests
+--       allowed, 14 now (ms since epoch), 15.. the delivery job's commands.
 -- An identical pending request is re-attached to; an identical one a person answered and no call
--- has returned yet is handed out once (then marked returned); otherwise a new one is stored.
+-- has returned yet is handed out once (then marked returned); otherwise, within the owner's
+-- limits, a new one is stored: {'limited', which limit, seconds to wait} when past one.
 local existing = redis.call('GET', KEYS[2])
 if existing then
   local key = ARGV[8] .. existing .. '}'
@@ -52,15 +55,35 @@ if existing then
     return {'retained', redis.call('HGETALL', key)}
   end
 end
+local now = tonumber(ARGV[14])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now / 1000)
+if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[13]) then
+  local soonest = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  return {'limited', 'pending', math.ceil(tonumber(soonest[2]) - now / 1000)}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 60000)
+if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
+  local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  return {'limited', 'rate', math.ceil((tonumber(oldest[2]) + 60000 - now) / 1000)}
+end
+redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('PEXPIRE', KEYS[4], 60000)
 redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'status', 'pending', 'deadline', ARGV[3],
-  'fingerprint', ARGV[4], 'expire_reason', ARGV[5])
+  'fingerprint', ARGV[4], 'expire_reason', ARGV[5], 'owner', ARGV[11])
+local last = ARGV[3]
 if ARGV[9] ~= '' then
   redis.call('HSET', KEYS[1], 'full_deadline', ARGV[9], 'full_expire_reason', ARGV[10])
+  last = ARGV[9]
+end
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[5])  -- Redis 6.2 has no PEXPIRETIME
+if ttl < 0 or now + ttl < tonumber(last) * 1000 then
+  redis.call('PEXPIREAT', KEYS[5], math.ceil(tonumber(last) * 1000))
 end
 redis.call('PEXPIREAT', KEYS[1], ARGV[6])
 redis.call('SET', KEYS[2], ARGV[1], 'PXAT', ARGV[7])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-run_commands(ARGV, 11)
+run_commands(ARGV, 15)
 return {'created', {}}
 """
 )
@@ -72,9 +95,10 @@ FINISH = (
     + """
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
 -- ARGV: 1 id, 2 status, 3 outcome JSON, 4 now, 5 expired-outcome JSON, 6 retention (ms; 0 none),
---       7 attach key prefix, 8 seconds of events to keep, 9.. the update job's commands (run only when a
---       message may exist: references recorded, or a delivery started).
-local f = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'fingerprint', 'refs', 'attempts')
+--       7 attach key prefix, 8 seconds of events to keep, 9 owner-pending key prefix, 10.. the
+--       update job's commands (run only when a message may exist: references recorded, or a
+--       delivery started).
+local f = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
 local status, outcome, retain = ARGV[2], ARGV[3], tonumber(ARGV[6])
@@ -83,6 +107,7 @@ if status ~= 'expired' and tonumber(ARGV[4]) >= tonumber(f[2]) then
 end
 redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', ARGV[4])
 redis.call('ZREM', KEYS[2], ARGV[1])
+if f[6] then redis.call('ZREM', ARGV[9] .. f[6] .. '}', ARGV[1]) end
 if f[3] then
   local attach = ARGV[7] .. f[3] .. '}'
   if redis.call('GET', attach) == ARGV[1] then
@@ -95,9 +120,9 @@ if f[3] then
   end
 end
 redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(ARGV[8]), '*', 'id', ARGV[1], 'outcome', outcome)
-if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 9 then
+if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 10 then
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-  run_commands(ARGV, 9)
+  run_commands(ARGV, 10)
 end
 return {'ok', redis.call('HGETALL', KEYS[1])}
 """
@@ -108,7 +133,8 @@ REAP = (
     EVENTS_MIN_ID
     + """
 -- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index.
--- ARGV: 1 now, 2 most to look at, 3 hash key prefix, 4 attach key prefix, 5 seconds of events to keep.
+-- ARGV: 1 now, 2 most to look at, 3 hash key prefix, 4 attach key prefix, 5 seconds of events to
+--       keep, 6 owner-pending key prefix.
 -- Returns {how many index entries were due, how many ended here, then id and channel of each of
 -- those whose message needs updating}.
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
@@ -118,7 +144,9 @@ local min_id = events_min_id(ARGV[5])
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
   local key = ARGV[3] .. id .. '}'
-  local f = redis.call('HMGET', key, 'status', 'fingerprint', 'refs', 'attempts', 'expire_reason', 'doc')
+  local f = redis.call('HMGET', key,
+    'status', 'fingerprint', 'refs', 'attempts', 'expire_reason', 'doc', 'owner')
+  if f[7] then redis.call('ZREM', ARGV[6] .. f[7] .. '}', id) end
   if f[1] == 'pending' then
     expired = expired + 1
     local outcome = cjson.encode({status = 'expired', action = 'cancel', via = 'timeout',
@@ -161,14 +189,15 @@ START = (
     EVENTS_MIN_ID
     + """
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream.
--- ARGV: 1 id, 2 attach key prefix, 3 seconds of events to keep.
+-- ARGV: 1 id, 2 attach key prefix, 3 seconds of events to keep, 4 owner-pending key prefix.
 -- A person started answering a request opened with an idle timeout: it gets its full deadline.
 local f = redis.call('HMGET', KEYS[1],
-  'status', 'deadline', 'full_deadline', 'full_expire_reason', 'fingerprint')
+  'status', 'deadline', 'full_deadline', 'full_expire_reason', 'fingerprint', 'owner')
 if f[1] ~= 'pending' or not f[3] then return 0 end
 redis.call('HSET', KEYS[1], 'deadline', f[3], 'expire_reason', f[4])
 redis.call('HDEL', KEYS[1], 'full_deadline', 'full_expire_reason')
 redis.call('ZADD', KEYS[2], 'XX', f[3], ARGV[1])
+if f[6] then redis.call('ZADD', ARGV[4] .. f[6] .. '}', 'XX', f[3], ARGV[1]) end
 if f[5] then
   local attach = ARGV[2] .. f[5] .. '}'
   if redis.call('GET', attach) == ARGV[1] then

@@ -11,6 +11,7 @@
      ├── ClosedError              the Human Function already ended
      │    ├── AlreadyAnsweredError    someone answered first
      │    └── ExpiredError            the deadline passed
+     ├── RateLimitedError         a caller is past one of its limits (retry after some seconds)
      ├── StoreUnavailableError    Redis cannot be reached right now (retry in a few seconds)
      └── DeliveryError            a channel could not deliver or update (``retryable``)
 
@@ -84,6 +85,19 @@ class AlreadyAnsweredError(ClosedError):
 
 class ExpiredError(ClosedError):
     """The deadline passed before this answer arrived."""
+
+
+class RateLimitedError(HumangateError):
+    """The caller is past one of its limits (SPEC §3); nothing was opened."""
+
+    def __init__(self, which: str, limit: str, retry_after: int) -> None:
+        self.which = which
+        """``rate`` (new requests per minute) or ``pending`` (requests pending at once)."""
+        self.limit = limit
+        """Which limit, in words: ``at most 20 new requests per minute``."""
+        self.retry_after = retry_after
+        """Seconds until the same call would be accepted."""
+        super().__init__(f"Rate limit exceeded: {limit}; retry after {retry_after} seconds")
 
 
 class StoreUnavailableError(HumangateError):

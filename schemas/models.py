@@ -69,6 +69,9 @@ class HumanFunction(BaseModel):
 
     id: str
     requester: str
+    """Who asked, as people see it: the API key's name, or ``anonymous``."""
+    owner: str = ""
+    """The identity that owns it (``Caller.identity``): only it may read, re-attach or withdraw."""
     channel: str
     message: str
     request_schema: dict[str, Any]

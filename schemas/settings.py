@@ -45,6 +45,18 @@ class Settings(BaseSettings):
     anonymous_timeout: float = Field(180.0, gt=0)
     authenticated_timeout: float = Field(300.0, gt=0)
     poll_interval: float = Field(5.0, gt=0)
+    rate_limit: int = Field(60, gt=0)
+    """New requests per minute per API key (SPEC §3)."""
+    anonymous_rate_limit: int | None = Field(None, gt=0)
+    """New requests per minute of all anonymous callers of one client address (default: 20, or
+    ``rate_limit`` if lower)."""
+    max_pending: int = Field(100, gt=0)
+    """Pending requests at once per API key (SPEC §3)."""
+    anonymous_max_pending: int | None = Field(None, gt=0)
+    """Pending requests at once of all anonymous callers of one client address (default: 10, or
+    ``max_pending`` if lower)."""
+    trusted_proxies: CommaList = Field(default_factory=lambda: ["127.0.0.1"])
+    """Addresses whose ``X-Forwarded-For`` names the real client (reverse proxies in front)."""
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no call has returned yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
@@ -82,6 +94,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "allowed_hosts",
+        "trusted_proxies",
         "slack_allowed_users",
         "discord_allowed_users",
         "discord_allowed_roles",

@@ -27,6 +27,15 @@ from tests.fakes.teams import FakeTeams
 START_TIMEOUT = 30.0
 """Seconds a gateway process may take to answer /healthz."""
 
+ROOMY = {
+    "HUMANGATE_RATE_LIMIT": "100000",
+    "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000",
+    "HUMANGATE_MAX_PENDING": "100000",
+    "HUMANGATE_ANONYMOUS_MAX_PENDING": "100000",
+}
+"""Settings that keep the per-caller limits out of the way of a test that opens many requests
+(the limits themselves are tested in tests/gateway/test_isolation.py)."""
+
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

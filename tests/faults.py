@@ -102,11 +102,12 @@ class TcpProxy:
         finally:
             assert self._server is not None
             self._server.close()
-            self._close_all()
             pending = asyncio.all_tasks(self._loop)
             for task in pending:
                 task.cancel()
             self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._close_all()  # also what the cancelled tasks had just accepted or opened
+            self._loop.run_until_complete(asyncio.sleep(0))  # let the aborted transports close
             self._loop.close()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -85,7 +85,7 @@ async def answer_request(call: Call, arguments: dict[str, Any] | None) -> types.
         action, content, reason = _answer_parts(args)
         question = {key: args[key] for key in QUESTION_ARGUMENTS if key in args}
         message, schema, channel = parse_arguments(question, runtime.settings)
-        hf_id = await runtime.store.attached(fingerprint(call.caller.name, channel, message, schema))
+        hf_id = await runtime.store.attached(fingerprint(call.caller.identity, channel, message, schema))
         if hf_id is None:
             return text_result(NOT_FOUND_TEXT, error=True)
         hf = await runtime.store.get(hf_id)

@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
+from gateway.hosts import allowed_hosts, allowed_origins
 from gateway.limits import MAX_BODY_BYTES
 from gateway.mcp import app
 from gateway.mcp.asking import Call, Question, ResultOf, ask
@@ -155,19 +156,3 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
         session_idle_timeout=LOCAL_IDLE_TIMEOUT,
         max_sessions=MAX_SESSIONS,
     )
-
-
-LOCAL_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
-"""Loopback forms always allowed in the Host header (with or without a port)."""
-
-
-def allowed_hosts(settings: Settings) -> list[str]:
-    """``HUMANGATE_ALLOWED_HOSTS``, else the public URL's host plus the localhost forms."""
-    if settings.allowed_hosts:
-        return list(settings.allowed_hosts)
-    return [settings.public_host, *LOCAL_HOSTS]
-
-
-def allowed_origins(settings: Settings) -> list[str]:
-    """Browser origins allowed to call ``/mcp``: the allowed hosts over http and https."""
-    return [f"{scheme}://{host}" for host in allowed_hosts(settings) for scheme in ("http", "https")]

@@ -53,6 +53,12 @@ LOCAL_IDLE_TIMEOUT = 120.0
 TOUCH_INTERVAL = 60.0
 """Seconds between two refreshes of a used session's record by one process."""
 
+MAX_SESSIONS_PER_KEY = 100
+"""Open sessions one API key may keep (a client needs one; a fleet of agents sharing a key, more)."""
+
+MAX_SESSIONS_PER_ADDRESS = 20
+"""Open sessions the anonymous callers of one client address may keep together."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
@@ -67,14 +73,25 @@ class SessionRecord:
 
 
 class SessionRegistry:
-    """Session records in Redis."""
+    """Session records in Redis, and the sessions each caller keeps open."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
 
     @store_operation
+    async def count(self, owner: str) -> int:
+        """How many sessions ``owner`` keeps open now."""
+        key = keys.mcp_sessions_of(owner)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zremrangebyscore(key, "-inf", int(time.time() * 1000))
+            pipe.zcard(key)
+            _, count = await pipe.execute()
+        return int(count)
+
+    @store_operation
     async def save(self, session_id: str, record: SessionRecord) -> None:
         key = keys.mcp_session(session_id)
+        owned = keys.mcp_sessions_of(record.owner)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(
                 key,
@@ -85,6 +102,8 @@ class SessionRegistry:
                 },
             )
             pipe.expire(key, SESSION_TTL)
+            pipe.zadd(owned, {session_id: int((time.time() + SESSION_TTL) * 1000)})
+            pipe.expire(owned, SESSION_TTL)
             await pipe.execute()
 
     @store_operation
@@ -97,12 +116,20 @@ class SessionRegistry:
         return SessionRecord(_text(owner), _text(version), json.loads(params))
 
     @store_operation
-    async def touch(self, session_id: str) -> None:
-        await self.redis.expire(keys.mcp_session(session_id), SESSION_TTL)
+    async def touch(self, session_id: str, owner: str) -> None:
+        owned = keys.mcp_sessions_of(owner)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.expire(keys.mcp_session(session_id), SESSION_TTL)
+            pipe.zadd(owned, {session_id: int((time.time() + SESSION_TTL) * 1000)}, xx=True)
+            pipe.expire(owned, SESSION_TTL)
+            await pipe.execute()
 
     @store_operation
-    async def delete(self, session_id: str) -> None:
-        await self.redis.delete(keys.mcp_session(session_id))
+    async def delete(self, session_id: str, owner: str) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(keys.mcp_session(session_id))
+            pipe.zrem(keys.mcp_sessions_of(owner), session_id)
+            await pipe.execute()
 
 
 def _caller(scope: Scope) -> Caller:
@@ -151,8 +178,22 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             ),
             None,
         )
-        owner = _caller(scope).identity
+        caller = _caller(scope)
+        owner = caller.identity
         if session_id is None:
+            cap = MAX_SESSIONS_PER_KEY if caller.authenticated else MAX_SESSIONS_PER_ADDRESS
+            try:
+                full = self.registry is not None and await self.registry.count(owner) >= cap
+            except StoreUnavailableError:
+                full = False  # the session still works in this process; the SDK's own cap holds
+            if full:
+                logger.warning("refused a new MCP session: %s keeps %d open already", caller.name, cap)
+                message = (
+                    f"Too many open sessions for this caller (at most {cap}): end one (DELETE /mcp) "
+                    "or wait for an idle one to expire"
+                )
+                await _error(message, 429)(scope, receive, send)
+                return
             await self._open(scope, receive, send, owner)
             return
         try:
@@ -169,10 +210,10 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             logger.warning("refused a request for MCP session %s from another caller", session_id[:12])
             await _error("Session not found", 404)(scope, receive, send)
             return
-        await self._touch(session_id)
+        await self._touch(session_id, owner)
         await super()._handle_stateful_request(scope, receive, send)
         if scope["method"] == "DELETE" and session_id not in self._server_instances:
-            await self._forget(session_id)
+            await self._forget(session_id, owner)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send, owner: str) -> None:
         """Serve a session's opening request; record the session before the client can use it."""
@@ -217,20 +258,20 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         except StoreUnavailableError as exc:  # the session still works in this process
             logger.warning("MCP session %s not shared (Redis unavailable): %s", session_id[:12], exc)
 
-    async def _touch(self, session_id: str) -> None:
+    async def _touch(self, session_id: str, owner: str) -> None:
         now = time.monotonic()
         if self.registry is None or now - self._touched.get(session_id, 0.0) < TOUCH_INTERVAL:
             return
         self._touched[session_id] = now
         try:
-            await self.registry.touch(session_id)
+            await self.registry.touch(session_id, owner)
         except StoreUnavailableError as exc:
             logger.info("could not refresh MCP session %s: %s", session_id[:12], exc)
 
-    async def _forget(self, session_id: str) -> None:
+    async def _forget(self, session_id: str, owner: str) -> None:
         if self.registry is not None:
             try:
-                await self.registry.delete(session_id)
+                await self.registry.delete(session_id, owner)
             except StoreUnavailableError as exc:
                 logger.info("could not delete MCP session %s (it expires): %s", session_id[:12], exc)
 

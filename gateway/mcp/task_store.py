@@ -49,7 +49,7 @@ class TaskRecord:
 
     task_id: str
     hf_id: str
-    requester: str
+    owner: str
     tool: str
     created_at: float
     expires_at: float
@@ -78,7 +78,7 @@ class TaskStore:
                 key,
                 mapping={
                     "hf": record.hf_id,
-                    "requester": record.requester,
+                    "owner": record.owner,
                     "tool": record.tool,
                     "created_at": repr(record.created_at),
                     "expires_at": repr(record.expires_at),
@@ -98,7 +98,7 @@ class TaskStore:
         return TaskRecord(
             task_id=task_id,
             hf_id=data["hf"],
-            requester=data["requester"],
+            owner=data["owner"],
             tool=data["tool"],
             created_at=float(data["created_at"]),
             expires_at=float(data["expires_at"]),

@@ -126,7 +126,7 @@ async def start_task(
     record = TaskRecord(
         task_id=new_task_id(hf),
         hf_id=hf.id,
-        requester=call.caller.name,
+        owner=call.caller.identity,
         tool=tool,
         created_at=runtime.service.clock(),
         expires_at=hf.deadline + keys.RESULT_GRACE_SECONDS,

@@ -142,6 +142,9 @@ def gateway_env(redis_url: str, port: int, data_dir: Path, poll_interval: float 
         "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
         "HUMANGATE_DATA_DIR": str(data_dir),
         "HUMANGATE_ANONYMOUS_TIMEOUT": str(GATEWAY_TIMEOUT),
+        # One benchmark client stands for thousands of agents: the per-caller limits stay out of the way.
+        "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000000",
+        "HUMANGATE_ANONYMOUS_MAX_PENDING": "100000000",
     }
     if poll_interval is not None:
         env["HUMANGATE_POLL_INTERVAL"] = str(poll_interval)

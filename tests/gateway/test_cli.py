@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import psutil  # type: ignore[import-untyped]
 
-from tests.conftest import StartGateway, run_cli
+from tests.conftest import ROOMY, StartGateway, run_cli
 from tests.gateway.flows import post_form, start_call
 from tests.mcp_client import text_of
 
@@ -18,7 +18,7 @@ APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "
 async def test_serve_with_workers_answers_a_call_through_any_of_its_processes(
     start_gateway: StartGateway,
 ) -> None:
-    gateway = start_gateway(embedded=True, args=("--workers", "2"))
+    gateway = start_gateway(embedded=True, args=("--workers", "2"), **ROOMY)
     parent = psutil.Process(gateway.process.pid)
     calls = [
         start_call(gateway.url, {"message": f"Deploy {i}?", "schema": APPROVAL, "uiType": "web"})

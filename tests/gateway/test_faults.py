@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
 from gateway.mcp.texts import RESTARTING_TEXT, STORE_UNAVAILABLE_TEXT, STORE_UNREACHABLE_NOTE
-from tests.conftest import GatewayProcess, StartGateway
+from tests.conftest import ROOMY, GatewayProcess, StartGateway
 from tests.faults import proxy_to, restartable_redis
 from tests.gateway.flows import PendingCall, post_form, start_call
 from tests.mcp_client import call_elicit, text_of
@@ -65,7 +65,7 @@ async def test_a_redis_restart_mid_wait_ends_no_call_and_loses_no_answer(
     start_gateway: StartGateway, tmp_path: Path
 ) -> None:
     with restartable_redis(tmp_path / "redis") as redis:
-        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1")
+        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1", **ROOMY)
         calls = await waiting_calls(gateway, 20)
         redis.restart()  # about 0.1 s down; every pooled connection is now stale
         latencies = await answer_all(calls)
@@ -77,7 +77,7 @@ async def test_a_long_redis_outage_ends_no_call_and_tells_the_person_to_retry(
     start_gateway: StartGateway, tmp_path: Path
 ) -> None:
     with restartable_redis(tmp_path / "redis") as redis:
-        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1")
+        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1", **ROOMY)
         calls = await waiting_calls(gateway, 10)
         redis.stop()
         outage_started = time.monotonic()
@@ -102,7 +102,7 @@ async def test_a_long_redis_outage_ends_no_call_and_tells_the_person_to_retry(
 
 async def test_a_frozen_redis_is_waited_out(start_gateway: StartGateway, tmp_path: Path) -> None:
     with restartable_redis(tmp_path / "redis") as redis:
-        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1")
+        gateway = start_gateway(HUMANGATE_REDIS_URL=redis.url, HUMANGATE_POLL_INTERVAL="1", **ROOMY)
         calls = await waiting_calls(gateway, 3)
         redis.freeze()  # SIGSTOP: connections stay open, nothing answers
         await asyncio.gather(*(unreachable_told(call) for call, _ in calls))
@@ -232,7 +232,7 @@ async def test_an_answer_no_call_returned_goes_to_the_next_identical_call_at_onc
 async def test_a_thousand_overdue_requests_expire_within_two_seconds(
     start_gateway: StartGateway, redis_url: str
 ) -> None:
-    gateway = start_gateway(HUMANGATE_ANONYMOUS_TIMEOUT="6")
+    gateway = start_gateway(HUMANGATE_ANONYMOUS_TIMEOUT="6", **ROOMY)
     limits = httpx.Limits(max_connections=20)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
 

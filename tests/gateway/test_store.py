@@ -13,8 +13,14 @@ from gateway import redis_keys as keys
 from gateway.embedded import free_port
 from gateway.queue import JobRecorder, delivery_job_id, update_job_id
 from gateway.redis_client import async_redis
-from gateway.store import HumanFunctionStore, Opened
-from schemas.errors import AlreadyAnsweredError, ExpiredError, StoreUnavailableError, UnknownRequestError
+from gateway.store import HumanFunctionStore, Limits, Opened
+from schemas.errors import (
+    AlreadyAnsweredError,
+    ExpiredError,
+    RateLimitedError,
+    StoreUnavailableError,
+    UnknownRequestError,
+)
 from schemas.models import Action, HumanFunction, Outcome, Status
 
 NOW = 1_800_000_000.0
@@ -282,3 +288,44 @@ async def test_an_idle_request_nobody_started_expires_at_its_short_deadline(
     assert reaped.expired == 1
     ended = await store.get("a1")
     assert ended.outcome is not None and ended.outcome.reason == "Request timed out after 1 minute"
+
+
+async def test_a_new_request_counts_against_its_owners_limits_and_re_attaching_never_does(
+    store: HumanFunctionStore,
+) -> None:
+    limits = Limits(per_minute=3, pending=2)
+    owned = [make_hf(f"r{i}").model_copy(update={"owner": "anonymous:10.0.0.1"}) for i in range(4)]
+    await store.create(owned[0], "fp0", REASON, [], limits=limits)
+    await store.create(owned[1], "fp1", REASON, [], limits=limits)
+    again, opened = await store.create(owned[2], "fp1", REASON, [], limits=limits)  # identical: re-attach
+    assert opened is Opened.ATTACHED and again.id == "r1"
+    with pytest.raises(RateLimitedError) as pending:
+        await store.create(owned[3], "fp3", REASON, [], limits=limits)
+    assert pending.value.which == "pending" and 170 <= pending.value.retry_after <= 181
+    assert str(pending.value).startswith("Rate limit exceeded: at most 2 pending requests; retry after ")
+    await finish(store, "r0", accepted("ada"))  # one ends: room for one more pending
+    await store.create(owned[3], "fp3", REASON, [], limits=limits)
+    with pytest.raises(RateLimitedError) as rate:
+        await store.create(
+            make_hf("r5").model_copy(update={"owner": "anonymous:10.0.0.1"}),
+            "fp5",
+            REASON,
+            [],
+            limits=Limits(per_minute=3, pending=10),
+        )
+    assert rate.value.which == "rate" and str(rate.value).startswith(
+        "Rate limit exceeded: at most 3 new requests per minute; retry after "
+    )
+    # Another identity has its own limits.
+    other = make_hf("x1").model_copy(update={"owner": "anonymous:10.0.0.2"})
+    assert (await store.create(other, "fpx", REASON, [], limits=limits))[1] is Opened.CREATED
+    assert await store.redis.ttl(keys.rate("anonymous:10.0.0.1")) == pytest.approx(60, abs=2)
+    assert await store.redis.pttl(keys.owned_pending("anonymous:10.0.0.1")) > 0
+
+
+async def test_the_reaper_frees_the_owners_pending_room(store: HumanFunctionStore) -> None:
+    limits = Limits(pending=1)
+    first = make_hf("p1", deadline=NOW + 5).model_copy(update={"owner": "key:ada"})
+    await store.create(first, "fp1", REASON, [], limits=limits)
+    await store.reap(NOW + 10)
+    assert await store.redis.zcard(keys.owned_pending("key:ada")) == 0

@@ -104,7 +104,17 @@ async def test_ticks_come_at_once_then_every_interval(fast_polling: Runtime) -> 
     assert all(tick.store_available and tick.delivery_error is None for tick in checks.ticks)
 
 
-async def test_many_waiting_calls_share_one_reader_and_issue_no_commands(fast_polling: Runtime) -> None:
+@pytest.fixture
+async def roomy(settings: Settings) -> AsyncIterator[Runtime]:
+    """Fast polling, and room for more anonymous requests than the defaults (10 pending, 20 a minute)."""
+    async for runtime in runtime_with(
+        settings, poll_interval=0.5, anonymous_max_pending=100, anonymous_rate_limit=100
+    ):
+        yield runtime
+
+
+async def test_many_waiting_calls_share_one_reader_and_issue_no_commands(roomy: Runtime) -> None:
+    fast_polling = roomy
     hfs = [await open_one(fast_polling) for _ in range(50)]
     checks = Checks()
     tasks = [waiting_on(fast_polling, hf, checks) for hf in hfs]
