@@ -24,8 +24,9 @@ from gateway.inbound.slack import events as slack_events
 from gateway.inbound.teams import messages as teams_messages
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
+from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
-from gateway.mcp.sessions import SessionRegistry
+from gateway.mcp.session_registry import SessionRegistry
 from gateway.runtime import Runtime, open_runtime
 from gateway.service import Clock
 from schemas.settings import Settings, get_settings
@@ -73,10 +74,17 @@ def create_app(
             holder["runtime"] = runtime
             app.state.runtime = runtime
             session_manager.registry = SessionRegistry(runtime.redis)
+            assert settings.redis_url is not None
+            session_manager.replies = ReplyRouter(settings.redis_url)
+            session_manager.replies.start(session_manager.deliver_reply)
+            runtime.sessions = session_manager
             if served:
                 release_waiting_calls_on_signal(runtime.events)
-            async with session_manager.run():
-                yield
+            try:
+                async with session_manager.run():
+                    yield
+            finally:
+                await session_manager.replies.stop()
 
     app = FastAPI(
         title="humangate",

@@ -96,6 +96,18 @@ def mcp_sessions_of(owner: str) -> str:
     return f"{PREFIX}:mcp-sessions-of:{{{owner}}}"
 
 
+def mcp_asking(session_id: str) -> str:
+    """String: the inbox of the gateway process waiting for the client's reply on one 2025-11-25
+    session (a form it asked in the client), so a reply posted to another process is carried there.
+    TTL: until the request's deadline."""
+    return f"{PREFIX}:mcp-asking:{{{session_id}}}"
+
+
+def mcp_inbox(inbox: str) -> str:
+    """Pub/sub channel: replies carried to one gateway process (``gateway.mcp.replies``)."""
+    return f"{PREFIX}:mcp-inbox:{inbox}"
+
+
 API_KEYS = f"{PREFIX}:apikeys"
 """Hash: sha256(key) -> JSON {name, created}. No TTL: keys live until revoked."""
 

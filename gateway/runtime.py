@@ -31,6 +31,8 @@ class Runtime:
     service: HumanFunctionService
     events: Events
     keyring: KeyRing
+    sessions: Any = None
+    """The MCP session manager (``gateway.mcp.sessions.SharedSessionManager``), once the app runs."""
     _stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
     _clients: dict[str, Any] = field(default_factory=dict)
     _client_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from channels.display import CLIENT_VIA
 from gateway.callers import Caller
+from gateway.mcp.replies import ReplyRouter
 from gateway.runtime import Runtime
 from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError
 from schemas.models import Action, Answer, HumanFunction
@@ -105,7 +106,7 @@ async def _ask_client(call: Call, hf: HumanFunction) -> None:
         if left <= 0:
             return
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(left), _replies_here(call, left):
                 result = await call.ctx.session.elicit_form(
                     message, hf.request_schema, related_request_id=call.ctx.request_id
                 )
@@ -125,3 +126,15 @@ async def _ask_client(call: Call, hf: HumanFunction) -> None:
         except (ClosedError, StoreUnavailableError) as exc:
             logger.info("client answer not recorded hf=%s channel=%s: %s", hf.id, hf.channel, exc)
         return
+
+
+def _replies_here(call: Call, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+    """While asking, have the client's reply carried to this process, whichever one it is posted to
+    (``gateway.mcp.replies``)."""
+    sessions = call.runtime.sessions
+    request = call.ctx.request
+    session_id = request.headers.get("mcp-session-id") if request is not None else None
+    if sessions is None or sessions.replies is None or not session_id:
+        return contextlib.nullcontext()
+    router: ReplyRouter = sessions.replies
+    return router.expecting(session_id, seconds)

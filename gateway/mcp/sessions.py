@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -33,103 +32,30 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, ErrorData, InitializeRequestParams, JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
-from redis.asyncio import Redis
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway import redis_keys as keys
 from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
-from gateway.redis_client import store_operation
+from gateway.mcp.replies import ReplyRouter, is_reply
+from gateway.mcp.session_registry import SessionRecord, SessionRegistry
 from schemas.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)
 
-SESSION_TTL = 1800
-"""Seconds a session's record outlives its last request (the SDK's own idle timeout)."""
-
 LOCAL_IDLE_TIMEOUT = 120.0
 """Seconds a process keeps a session with no request in flight before dropping it from memory."""
+
 
 TOUCH_INTERVAL = 60.0
 """Seconds between two refreshes of a used session's record by one process."""
 
+
 MAX_SESSIONS_PER_KEY = 100
 """Open sessions one API key may keep (a client needs one; a fleet of agents sharing a key, more)."""
 
+
 MAX_SESSIONS_PER_ADDRESS = 20
 """Open sessions the anonymous callers of one client address may keep together."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """What a process needs to serve a session it did not open."""
-
-    owner: str
-    """``Caller.identity`` of whoever opened it."""
-    version: str
-    """The negotiated protocol version."""
-    params: dict[str, Any]
-    """The client's ``initialize`` parameters (its capabilities and identity)."""
-
-
-class SessionRegistry:
-    """Session records in Redis, and the sessions each caller keeps open."""
-
-    def __init__(self, redis: Redis) -> None:
-        self.redis = redis
-
-    @store_operation
-    async def count(self, owner: str) -> int:
-        """How many sessions ``owner`` keeps open now."""
-        key = keys.mcp_sessions_of(owner)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zremrangebyscore(key, "-inf", int(time.time() * 1000))
-            pipe.zcard(key)
-            _, count = await pipe.execute()
-        return int(count)
-
-    @store_operation
-    async def save(self, session_id: str, record: SessionRecord) -> None:
-        key = keys.mcp_session(session_id)
-        owned = keys.mcp_sessions_of(record.owner)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "owner": record.owner,
-                    "version": record.version,
-                    "params": json.dumps(record.params),
-                },
-            )
-            pipe.expire(key, SESSION_TTL)
-            pipe.zadd(owned, {session_id: int((time.time() + SESSION_TTL) * 1000)})
-            pipe.expire(owned, SESSION_TTL)
-            await pipe.execute()
-
-    @store_operation
-    async def load(self, session_id: str) -> SessionRecord | None:
-        owner, version, params = await self.redis.hmget(
-            keys.mcp_session(session_id), ["owner", "version", "params"]
-        )
-        if owner is None or version is None or params is None:
-            return None
-        return SessionRecord(_text(owner), _text(version), json.loads(params))
-
-    @store_operation
-    async def touch(self, session_id: str, owner: str) -> None:
-        owned = keys.mcp_sessions_of(owner)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.expire(keys.mcp_session(session_id), SESSION_TTL)
-            pipe.zadd(owned, {session_id: int((time.time() + SESSION_TTL) * 1000)}, xx=True)
-            pipe.expire(owned, SESSION_TTL)
-            await pipe.execute()
-
-    @store_operation
-    async def delete(self, session_id: str, owner: str) -> None:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.delete(keys.mcp_session(session_id))
-            pipe.zrem(keys.mcp_sessions_of(owner), session_id)
-            await pipe.execute()
 
 
 def _caller(scope: Scope) -> Caller:
@@ -142,10 +68,6 @@ def _error(message: str, status: int, code: int = INVALID_REQUEST) -> Response:
     return Response(
         body.model_dump_json(by_alias=True, exclude_unset=True), status, media_type="application/json"
     )
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _opening_record(body: bytes, owner: str) -> SessionRecord | None:
@@ -166,6 +88,8 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, *args: Any, registry: SessionRegistry | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.registry = registry
+        self.replies: ReplyRouter | None = None
+        """Carries clients' replies between processes (set, with the registry, once Redis is known)."""
         self._owners: dict[str, str] = {}
         self._touched: dict[str, float] = {}
 
@@ -211,6 +135,11 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             await _error("Session not found", 404)(scope, receive, send)
             return
         await self._touch(session_id, owner)
+        if scope["method"] == "POST" and self.replies is not None:
+            replayed = await self._carry_reply(scope, receive, send, session_id)
+            if replayed is None:
+                return
+            receive = replayed
         await super()._handle_stateful_request(scope, receive, send)
         if scope["method"] == "DELETE" and session_id not in self._server_instances:
             await self._forget(session_id, owner)
@@ -243,6 +172,75 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             await send(message)
 
         await super()._handle_stateful_request(scope, tee, record_then_send)
+
+    async def _carry_reply(
+        self, scope: Scope, receive: Receive, send: Send, session_id: str
+    ) -> Receive | None:
+        """Carry a client's reply to the process waiting for it (``None``: carried and answered);
+        otherwise the ``receive`` that replays the body to this process's transport."""
+        assert self.replies is not None
+        body = bytearray()
+        while True:
+            message = await receive()
+            body.extend(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        if is_reply(bytes(body)):
+            try:
+                inbox = await self.replies.elsewhere(session_id)
+                if inbox is not None:
+                    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+                    await self.replies.carry(inbox, session_id, bytes(body), headers)
+                    await Response(status_code=202)(scope, receive, send)
+                    return None
+            except StoreUnavailableError as exc:
+                logger.warning("a reply on MCP session %s stays here: %s", session_id[:12], exc)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        return replay
+
+    async def deliver_reply(self, session_id: str, body: bytes, headers: dict[str, str]) -> None:
+        """Hand a reply carried from another process to this process's transport of the session."""
+        transport = self._server_instances.get(session_id)
+        if transport is None:
+            logger.info("a carried reply for MCP session %s found no session here", session_id[:12])
+            return
+        scope: Scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+            "client": None,
+            "server": None,
+            "state": {},
+        }
+        sent = False
+
+        async def receive() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        async def discard(message: Message) -> None:
+            return None
+
+        await transport.handle_request(scope, receive, discard)
 
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self._owners.pop(session_id, None)

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.mcp.sessions import SESSION_TTL
+from gateway.mcp.session_registry import SESSION_TTL
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import post_form
 from tests.mcp_client import text_of
+from tests.mcp_tasks import form_callback
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ACCEPT = {"hg-action": "accept", "f.approved": "true"}
@@ -133,3 +136,48 @@ async def test_a_deleted_session_is_gone_everywhere(start_gateway: StartGateway,
     async with Redis.from_url(redis_url) as redis:
         assert await redis.exists(keys.mcp_session(session_id)) == 0
     assert (await list_tools(second, session_id)).status_code == 404
+
+
+class RepliesElsewhere(httpx.AsyncBaseTransport):
+    """Sends the client's replies (JSON-RPC responses) to one gateway and everything else to
+    another: the worst a load balancer can do to a server that asked the client something."""
+
+    def __init__(self, asking: GatewayProcess, other: GatewayProcess) -> None:
+        self._asking, self._other = (int(g.url.rsplit(":", 1)[1]) for g in (asking, other))
+        self._inner = httpx.AsyncHTTPTransport()
+        self.replies = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        port = self._asking
+        if request.method == "POST":
+            body = json.loads(request.read() or b"{}")
+            if isinstance(body, dict) and "method" not in body and "id" in body:
+                port, self.replies = self._other, self.replies + 1
+        request.url = request.url.copy_with(port=port)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_reply_to_the_clients_own_form_is_carried_to_the_process_that_asked(
+    start_gateway: StartGateway,
+) -> None:
+    asking, other = start_gateway(), start_gateway()
+    transport = RepliesElsewhere(asking, other)
+
+    async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approved": True})
+
+    arguments = {"message": "Deploy in my client?", "schema": APPROVAL, "uiType": "web"}
+    async with (
+        httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+        Client(
+            streamable_http_client(f"{asking.url}/mcp", http_client=http),
+            mode="legacy",
+            elicitation_callback=form_callback(answer),
+        ) as client,
+    ):
+        result = await asyncio.wait_for(client.call_tool("elicit", arguments), 30)
+    assert text_of(result) == 'User provided: {"approved":true}'
+    assert transport.replies == 1  # the one reply went to the process that had not asked

@@ -1,0 +1,137 @@
+"""Carrying a client's reply to the gateway process that asked for it.
+
+On 2025-11-25 sessions humangate asks the client's own form with a server-to-client request on
+the tool call's stream (``gateway.mcp.client_form``). The client answers with a new POST, which
+``serve --workers N`` (or a load balancer) may hand to another process, where nothing awaits it.
+So a process that asks notes, in Redis, that replies on that session are for its inbox; a process
+that receives a reply meant for another inbox publishes it there and answers 202, as the transport
+would; and each process hands what arrives in its inbox to the session's transport, as if the
+client had posted it there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from redis.asyncio import Redis
+
+from gateway import redis_keys as keys
+from gateway.redis_client import COMMAND_TIMEOUT, async_redis, store_operation
+from schemas.errors import StoreUnavailableError
+
+logger = logging.getLogger(__name__)
+
+FORWARDED_HEADERS = ("accept", "content-type", "host", "mcp-protocol-version", "mcp-session-id", "origin")
+"""The request headers a carried reply keeps (the transport checks them as it would the original's)."""
+
+RECONNECT_DELAY = 1.0
+"""Seconds before listening to the inbox again after its connection failed."""
+
+Deliver = Callable[[str, bytes, dict[str, str]], Awaitable[None]]
+"""Hand a carried reply (session id, body, headers) to the session's transport in this process."""
+
+
+def is_reply(body: bytes) -> bool:
+    """Whether a POST body is a JSON-RPC response (to a request the server sent), not a request."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and "id" in message
+        and ("result" in message or "error" in message)
+    )
+
+
+class ReplyRouter:
+    """This process's inbox of carried replies, and the notes of which process waits for which."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.inbox = uuid.uuid4().hex
+        self._redis: Redis = async_redis(redis_url, socket_timeout=COMMAND_TIMEOUT + 30, pool_size=4)
+        self._task: asyncio.Task[None] | None = None
+
+    @contextlib.asynccontextmanager
+    async def expecting(self, session_id: str, seconds: float) -> AsyncIterator[None]:
+        """While inside, replies on ``session_id`` are carried here (best effort: without Redis, only
+        a reply that reaches this process is seen)."""
+        noted = False
+        try:
+            await self._note(session_id, seconds)
+            noted = True
+        except StoreUnavailableError as exc:
+            logger.warning("replies on MCP session %s not routed here: %s", session_id[:12], exc)
+        try:
+            yield
+        finally:
+            if noted:
+                with contextlib.suppress(StoreUnavailableError):
+                    await self._forget(session_id)
+
+    @store_operation
+    async def _note(self, session_id: str, seconds: float) -> None:
+        await self._redis.set(keys.mcp_asking(session_id), self.inbox, px=max(1000, int(seconds * 1000)))
+
+    @store_operation
+    async def _forget(self, session_id: str) -> None:
+        key = keys.mcp_asking(session_id)
+        if await self._redis.get(key) == self.inbox.encode():
+            await self._redis.delete(key)
+
+    @store_operation
+    async def elsewhere(self, session_id: str) -> str | None:
+        """The inbox of the other process waiting for replies on ``session_id``, if one is."""
+        raw = await self._redis.get(keys.mcp_asking(session_id))
+        inbox = raw.decode() if isinstance(raw, bytes) else raw
+        return None if inbox is None or inbox == self.inbox else str(inbox)
+
+    @store_operation
+    async def carry(self, inbox: str, session_id: str, body: bytes, headers: dict[str, str]) -> None:
+        """Publish a reply to the inbox of the process that waits for it."""
+        kept = {name: value for name, value in headers.items() if name in FORWARDED_HEADERS}
+        message = json.dumps({"session": session_id, "body": body.decode(), "headers": kept})
+        await self._redis.publish(keys.mcp_inbox(inbox), message)
+
+    def start(self, deliver: Deliver) -> None:
+        self._task = asyncio.create_task(self._listen(deliver), name="humangate-replies")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._redis.aclose()
+
+    async def _listen(self, deliver: Deliver) -> None:
+        failing = False
+        while True:
+            try:
+                async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(keys.mcp_inbox(self.inbox))
+                    failing = False
+                    while True:
+                        message = await pubsub.get_message(timeout=COMMAND_TIMEOUT)
+                        if message is not None:
+                            await self._hand_over(deliver, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not failing:
+                    logger.warning("MCP reply inbox unreadable (%s); retrying", exc)
+                failing = True
+                await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _hand_over(self, deliver: Deliver, message: dict[str, Any]) -> None:
+        try:
+            data = json.loads(message["data"])
+            await deliver(str(data["session"]), str(data["body"]).encode(), dict(data["headers"]))
+        except Exception:
+            logger.exception("could not hand over a carried MCP reply")
