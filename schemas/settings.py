@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     anonymous_max_pending: int | None = Field(None, gt=0)
     """Pending requests at once of all anonymous callers of one client address (default: 10, or
     ``max_pending`` if lower)."""
+    max_sessions: int = Field(100, gt=0)
+    """Open 2025-11-25 MCP sessions per API key."""
+    anonymous_max_sessions: int = Field(20, gt=0)
+    """Open 2025-11-25 MCP sessions of all anonymous callers of one client address."""
     trusted_proxies: CommaList = Field(default_factory=lambda: ["127.0.0.1"])
     """Addresses whose ``X-Forwarded-For`` names the real client (reverse proxies in front)."""
     result_retention: float = Field(3600.0, ge=0)

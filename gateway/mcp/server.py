@@ -143,7 +143,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, methods.cancel)
     server.add_request_handler("tasks/update", TaskUpdateParams, methods.update)
     server.middleware.append(LegacyTaskCalls(call_of, question_of))
-    return SharedSessionManager(
+    manager = SharedSessionManager(
         app=server,
         json_response=False,
         stateless=False,
@@ -156,3 +156,6 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
         session_idle_timeout=LOCAL_IDLE_TIMEOUT,
         max_sessions=MAX_SESSIONS,
     )
+    manager.sessions_per_key = settings.max_sessions
+    manager.sessions_per_address = settings.anonymous_max_sessions
+    return manager

@@ -88,6 +88,10 @@ class SharedSessionManager(StreamableHTTPSessionManager):
     def __init__(self, *args: Any, registry: SessionRegistry | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.registry = registry
+        self.sessions_per_key = 100
+        """Open sessions per API key (``HUMANGATE_MAX_SESSIONS``, set by ``build_mcp``)."""
+        self.sessions_per_address = 20
+        """Open sessions per anonymous client address (``HUMANGATE_ANONYMOUS_MAX_SESSIONS``)."""
         self.replies: ReplyRouter | None = None
         """Carries clients' replies between processes (set, with the registry, once Redis is known)."""
         self._owners: dict[str, str] = {}
@@ -105,7 +109,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         caller = _caller(scope)
         owner = caller.identity
         if session_id is None:
-            cap = MAX_SESSIONS_PER_KEY if caller.authenticated else MAX_SESSIONS_PER_ADDRESS
+            cap = self.sessions_per_key if caller.authenticated else self.sessions_per_address
             try:
                 full = self.registry is not None and await self.registry.count(owner) >= cap
             except StoreUnavailableError:

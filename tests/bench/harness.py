@@ -145,6 +145,7 @@ def gateway_env(redis_url: str, port: int, data_dir: Path, poll_interval: float 
         # One benchmark client stands for thousands of agents: the per-caller limits stay out of the way.
         "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000000",
         "HUMANGATE_ANONYMOUS_MAX_PENDING": "100000000",
+        "HUMANGATE_ANONYMOUS_MAX_SESSIONS": "100000000",
     }
     if poll_interval is not None:
         env["HUMANGATE_POLL_INTERVAL"] = str(poll_interval)
