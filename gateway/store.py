@@ -52,6 +52,7 @@ class Reaped:
 
 
 def _doc(hf: HumanFunction) -> str:
+    # Defaults left out: a request without "Other" fields stores no empty map.
     return hf.model_dump_json(
         include={
             "id",
@@ -62,7 +63,9 @@ def _doc(hf: HumanFunction) -> str:
             "created_at",
             "deadline",
             "form_secret",
-        }
+            "other_fields",
+        },
+        exclude_defaults=True,
     )
 
 

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     anonymous_timeout: float = Field(180.0, gt=0)
     authenticated_timeout: float = Field(300.0, gt=0)
     poll_interval: float = Field(5.0, gt=0)
+    idle_timeout: float = Field(60.0, gt=0)
+    """Seconds a ``request_human_input`` request waits for a person to start answering before it is
+    canceled; once someone starts (opens the form or a modal), it waits the caller's full timeout."""
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no call has returned yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
