@@ -21,7 +21,7 @@ from schemas.flat import is_required, kind_of, options_of
 OTHER = "hg:other"
 """The value of the Other option (titles are what people see; values only travel in answers)."""
 
-OTHER_TITLE = "Other (write your own answer below)"
+OTHER_TITLE = "Other (write your own answer)"
 """How the Other option is shown."""
 
 OTHER_WITHOUT_TEXT = "write your own answer here, or choose one of the options"

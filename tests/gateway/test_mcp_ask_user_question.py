@@ -3,10 +3,16 @@ MCP client in both eras, answered on the web form and in a Slack modal (through 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from channels.base import RenderContext
+from channels.discord.modal import form_modal, form_steps
+from channels.registry import CHANNELS
+from channels.slack.blocks import layout_of
+from channels.slack.modal import form_view
 from gateway.mcp.ask_user_question import answers_of, parse_arguments
 from schemas.errors import InvalidRequestError
 from schemas.models import HumanFunction
@@ -56,7 +62,7 @@ def test_questions_become_a_required_select_with_other_and_an_optional_text_each
                 "oneOf": [
                     {"const": "Summary", "title": "Summary \u2014 Brief overview of key points"},
                     {"const": "Detailed", "title": "Detailed \u2014 Full explanation with examples"},
-                    {"const": OTHER, "title": "Other (write your own answer below)"},
+                    {"const": OTHER, "title": "Other (write your own answer)"},
                 ],
             },
             "q1_other": {
@@ -73,7 +79,7 @@ def test_questions_become_a_required_select_with_other_and_an_optional_text_each
                         {"const": "Introduction", "title": "Introduction"},
                         {"const": "Conclusion", "title": "Conclusion \u2014 A closing summary"},
                         {"const": "Appendix", "title": "Appendix \u2014 Raw data"},
-                        {"const": OTHER, "title": "Other (write your own answer below)"},
+                        {"const": OTHER, "title": "Other (write your own answer)"},
                     ]
                 },
                 "minItems": 1,
@@ -239,3 +245,26 @@ async def test_answered_in_a_slack_modal_with_other_and_the_message_updated(
         e.get("text", "") for b in update["blocks"] for e in [b.get("text") or {}] if isinstance(e, dict)
     ]
     assert any("Answered by Ada Lovelace (U1)" in str(text) for text in texts)
+
+
+def test_four_questions_render_on_every_channel_with_other_offered() -> None:
+    questions = [FORMAT | {"question": f"Q{n}?", "multiSelect": n % 2 == 1} for n in range(4)]
+    question = parse_arguments({"questions": questions}, SETTINGS)
+    hf = HumanFunction(
+        id="2" * 16,
+        requester="anonymous",
+        channel="web",
+        message=question.message,
+        request_schema=question.schema,
+        created_at=0,
+        deadline=10**10,
+        form_secret="s" * 32,
+        other_fields=question.other_fields,
+    )
+    context = RenderContext(form_url="http://127.0.0.1:8000/f/x", now=0)
+    assert "Other (write your own answer)" in CHANNELS["web"].render(hf, context)
+    assert CHANNELS["teams"].render(hf, context)["body"]
+    assert layout_of(hf) == "modal" and "Other (write your own answer)" in json.dumps(form_view(hf))
+    steps = form_steps(question.schema)
+    assert sum(len(step) for step in steps) == 8
+    assert "Other (write your own answer)" in json.dumps([form_modal(hf, n) for n in range(len(steps))])
