@@ -40,10 +40,12 @@ PENDING = f"{PREFIX}:pending"
 No TTL: members leave when their function ends."""
 
 EVENTS = f"{PREFIX}:events"
-"""Stream: one entry per Human Function that ended (id, status, outcome) or whose delivery changed
-(id, note). Every gateway process reads it with one blocking XREAD, so a waiting call learns of
-its answer at once and reads nothing else; after a dropped connection the reader resumes from the
-last entry it saw, so nothing is lost. Trimmed to ``EVENTS_KEEP_SECONDS`` on every write."""
+"""Stream: one entry per Human Function that was created (id, created), ended (id, outcome), got its
+full deadline (id, deadline) or whose delivery changed (id, note). Every gateway process reads it
+with one blocking XREAD, so a waiting call learns of its answer at once and reads nothing else;
+after a dropped connection the reader resumes from the last entry it saw, so nothing is lost. Each
+open inbox page reads it too (``gateway.inbox.feed``). Trimmed to ``EVENTS_KEEP_SECONDS`` on every
+write but a creation's (endings follow creations, so they keep it trimmed)."""
 
 EVENTS_KEEP_SECONDS = 600
 """How far back the events stream reaches: a gateway cut off from Redis for less than this catches

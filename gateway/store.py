@@ -98,7 +98,7 @@ class HumanFunctionStore:
         keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
         last = hf.deadline if hf.full_deadline is None else hf.full_deadline
         verdict, fields = await self._create(
-            keys=[keys.human_function(hf.id), keys.attach(fingerprint), keys.PENDING],
+            keys=[keys.human_function(hf.id), keys.attach(fingerprint), keys.PENDING, keys.EVENTS],
             args=[
                 hf.id,
                 _doc(hf),
@@ -249,6 +249,22 @@ class HumanFunctionStore:
             )
             for hf_id, (status, outcome, note) in zip(hf_ids, rows, strict=True)
         }
+
+    @store_operation
+    async def pending(self, limit: int) -> list[HumanFunction]:
+        """Up to ``limit`` pending Human Functions, soonest deadline first (the inbox's list)."""
+        ids = await self.redis.zrange(keys.PENDING, 0, limit - 1)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for hf_id in ids:
+                pipe.hgetall(keys.human_function(_text(hf_id)))
+            rows = await pipe.execute()
+        found = [_load(fields) for fields in rows if fields]
+        return [hf for hf in found if hf.is_pending]
+
+    @store_operation
+    async def pending_count(self) -> int:
+        """How many Human Functions are pending right now."""
+        return int(await self.redis.zcard(keys.PENDING))
 
     @store_operation
     async def pending_ids(self) -> list[str]:
