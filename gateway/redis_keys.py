@@ -101,3 +101,17 @@ def task(hf_id: str, digest: str) -> str:
     bearer capability, is never a key name). TTL: the function's deadline + ``RESULT_GRACE_SECONDS``,
     like the function's own hash (``gateway.mcp.task_store``)."""
     return f"{PREFIX}:task:{{{hf_id}}}:{digest}"
+
+
+def inbox_session(digest: str) -> str:
+    """Hash of one inbox sign-in (fields: operator, key, csrf, created), found by a hash of its
+    cookie (the cookie itself, a bearer secret, is never a key name).
+    TTL: ``gateway.inbox.sessions.SESSION_SECONDS`` from sign-in."""
+    return f"{PREFIX}:inbox-session:{digest}"
+
+
+def inbox_streams(operator: str) -> str:
+    """Sorted set: stream id -> lease end, of one operator's open live-update streams (``/inbox/events``),
+    so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
+    a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
+    return f"{PREFIX}:inbox-streams:{operator}"
