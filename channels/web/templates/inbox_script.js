@@ -80,7 +80,7 @@
     var meta = span("meta", "");
     meta.append(span("who", item.requester), " \u00b7 ", span("where", item.channel), " \u00b7 ",
       span("countdown", leftText(item.deadline)));
-    a.append(span("preview", item.preview), meta);
+    a.append(span("preview", item.preview), " ", meta);
     var focused = li.contains(document.activeElement);
     li.replaceChildren(a);
     // Soonest deadline first, as the server lists them.
