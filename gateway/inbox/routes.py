@@ -253,44 +253,44 @@ async def show_request(request: Request, hf_id: str) -> Response:
 @router.post("/inbox/{hf_id}", include_in_schema=False)
 async def answer_request(request: Request, hf_id: str) -> Response:
     nonce = new_nonce()
-    runtime = _runtime(request)
     why = _cross_site(request)
     if why is not None:
         return _refused(nonce, why)
     try:
-        session = await _session(request)
-        if session is None:
-            return _page(render_sign_in(nonce, error="Your session has ended; sign in again."), nonce, 401)
-        form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
-        values = {key: [str(v) for v in form.getlist(key)] for key in form}
-        tokens = values.pop("hg-csrf", [])
-        if not session.csrf_ok(tokens[0] if len(tokens) == 1 else None):
-            return _refused(nonce, "an answer without the session's CSRF token")
-        hf = await _request_of(request, hf_id, session, nonce)
-        if isinstance(hf, Response):
-            return hf
+        return await _answer(request, hf_id, nonce)
     except StoreUnavailableError as exc:
         return _unavailable(nonce, exc, answering=True)
-    fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
-    reason = "\n".join(values.get("hg-reason", []))
+
+
+async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
+    """Record the posted answer, or the page that says why not (store outages raise)."""
+    runtime = _runtime(request)
+    session = await _session(request)
+    if session is None:
+        return _page(render_sign_in(nonce, error="Your session has ended; sign in again."), nonce, 401)
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    values = {key: [str(v) for v in form.getlist(key)] for key in form}
+    tokens = values.pop("hg-csrf", [])
+    if not session.csrf_ok(tokens[0] if len(tokens) == 1 else None):
+        return _refused(nonce, "an answer without the session's CSRF token")
+    hf = await _request_of(request, hf_id, session, nonce)
+    if isinstance(hf, Response):
+        return hf
     try:
         answer = parse_form(hf, values)
         answer = answer.model_copy(update={"by": answered_by(session.operator), "via": INBOX_VIA})
         await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
+        fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
+        reason = "\n".join(values.get("hg-reason", []))
         return await _inbox_page(
             request, session, nonce, hf, status=422, values=fields, errors=exc.errors, reason=reason
         )
-    except StoreUnavailableError as exc:
-        return _unavailable(nonce, exc, answering=True)
     except ExpiredError:
         ended = hf.model_copy(update={"status": Status.EXPIRED})
         return await _inbox_page(request, session, nonce, ended, status=410, notice="This request expired.")
     except ClosedError as exc:
-        try:
-            ended = await runtime.store.get(hf.id)
-        except StoreUnavailableError as unavailable:
-            return _unavailable(nonce, unavailable)
+        ended = await runtime.store.get(hf.id)
         return await _inbox_page(request, session, nonce, ended, status=409, notice=sentence_case(str(exc)))
     logger.info("inbox answer hf=%s channel=%s operator=%s", hf.id, hf.channel, session.operator)
     return RedirectResponse("/inbox?done=1", status_code=303, headers=page_headers(nonce, connect=True))
