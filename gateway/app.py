@@ -1,4 +1,4 @@
-"""The FastAPI application: MCP at ``/mcp``, web forms, webhooks, REST, health."""
+"""The FastAPI application: MCP at ``/mcp``, web forms, the inbox, webhooks, REST, health."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
 from gateway.inbound.slack import events as slack_events
 from gateway.inbound.teams import messages as teams_messages
+from gateway.inbox import routes as inbox
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
 from gateway.mcp.replies import ReplyRouter
@@ -104,6 +105,7 @@ def create_app(
         Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
     )
     app.include_router(web.router)
+    app.include_router(inbox.router)
     app.include_router(slack_events.router)
     app.include_router(discord_interactions.router)
     app.include_router(teams_messages.router)

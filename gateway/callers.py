@@ -43,6 +43,8 @@ class Caller:
     authenticated: bool
     address: str = ""
     """The client's address (after trusted proxies), which tells anonymous callers apart."""
+    operator: bool = False
+    """The key was created with ``--operator``: it may also sign in to the inbox (SPEC §10)."""
 
     @property
     def identity(self) -> str:
@@ -122,30 +124,52 @@ class KeyRing:
             raise AuthError("Authorization must be 'Bearer <api key>'")
         hashed = digest(key.strip())
         name = self._env.get(hashed)
-        if name is None:
-            stored = await self.redis.hget(keys.API_KEYS, hashed)
-            if stored is not None:
-                name = json.loads(stored)["name"]
-        if name is None:
+        if name is not None:
+            return Caller(name, authenticated=True, address=address)
+        stored = await self.redis.hget(keys.API_KEYS, hashed)
+        if stored is None:
             raise AuthError("invalid API key")
-        return Caller(name, authenticated=True, address=address)
+        record = json.loads(stored)
+        return Caller(
+            record["name"], authenticated=True, address=address, operator=record.get("operator") is True
+        )
 
-    async def create(self, name: str) -> str:
-        """Make a new key for ``name``; the key itself is returned once and never stored."""
+    async def create(self, name: str, *, operator: bool = False) -> str:
+        """Make a new key for ``name`` (an operator key with ``operator``); the key itself is
+        returned once and never stored."""
         if not name or len(name) > 64 or not name.replace("-", "").replace("_", "").isalnum():
             raise InvalidRequestError("key name: use 1-64 letters, digits, '-' or '_'")
         key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = json.dumps({"name": name, "created": time.time()})
-        await self.redis.hset(keys.API_KEYS, digest(key), record)
+        fields: dict[str, object] = {"name": name, "created": time.time()}
+        if operator:
+            fields["operator"] = True
+        await self.redis.hset(keys.API_KEYS, digest(key), json.dumps(fields))
         return key
 
+    @store_operation
+    async def operator_name(self, key_digest: str) -> str | None:
+        """The name of the stored operator key with this digest; ``None`` if there is none (never
+        was, revoked, or not an operator key). Environment keys are never operator keys."""
+        stored = await self.redis.hget(keys.API_KEYS, key_digest)
+        if stored is None:
+            return None
+        record = json.loads(stored)
+        return str(record["name"]) if record.get("operator") is True else None
+
     async def list(self) -> list[dict[str, object]]:
-        """Stored keys as {name, created, fingerprint} (never the key), oldest first."""
+        """Stored keys as {name, created, fingerprint, operator} (never the key), oldest first."""
         rows = []
         for hashed, record in (await self.redis.hgetall(keys.API_KEYS)).items():
             data = json.loads(record)
             fingerprint = hashed.decode() if isinstance(hashed, bytes) else hashed
-            rows.append({"name": data["name"], "created": data["created"], "fingerprint": fingerprint[:12]})
+            rows.append(
+                {
+                    "name": data["name"],
+                    "created": data["created"],
+                    "fingerprint": fingerprint[:12],
+                    "operator": data.get("operator") is True,
+                }
+            )
         return sorted(rows, key=lambda row: float(str(row["created"])))
 
     async def revoke(self, name: str) -> int:

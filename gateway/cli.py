@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     key_commands = keys.add_subparsers(dest="keys_command", required=True)
     create = key_commands.add_parser("create", help="create a key and print it once")
     create.add_argument("name")
+    create.add_argument(
+        "--operator", action="store_true", help="an operator key: it may also sign in to the inbox at /inbox"
+    )
     key_commands.add_parser("list", help="list key names (never the keys)")
     revoke = key_commands.add_parser("revoke", help="revoke every key with this name")
     revoke.add_argument("name")
@@ -85,13 +88,14 @@ def _keys(args: argparse.Namespace) -> int:
         async with Redis.from_url(url) as redis:
             ring = KeyRing(redis, get_settings())
             if args.keys_command == "create":
-                key = await ring.create(args.name)
+                key = await ring.create(args.name, operator=args.operator)
                 sys.stdout.write(f"{key}\n")
                 sys.stderr.write("Store this key now: it is shown only once.\n")
             elif args.keys_command == "list":
                 rows = await ring.list()
                 for row in rows:
-                    sys.stdout.write(f"{row['name']}\t{row['fingerprint']}\n")
+                    role = "operator" if row["operator"] else "caller"
+                    sys.stdout.write(f"{row['name']}\t{row['fingerprint']}\t{role}\n")
                 if not rows:
                     sys.stderr.write("no stored keys (keys from HUMANGATE_API_KEYS are not listed)\n")
             else:

@@ -25,9 +25,10 @@ CHECKED = ("/v1/", "/f/", "/inbox")
 """Path prefixes this middleware checks (``/mcp`` is checked by the SDK with the same rules;
 platform webhooks are signed, and called by the platforms under the public host)."""
 
-ORIGIN_EXEMPT = ("/f/",)
-"""Paths whose Origin the web channel checks itself: a browser posting a form under
-``Referrer-Policy: no-referrer`` sends ``Origin: null``, and Fetch Metadata decides there."""
+ORIGIN_EXEMPT = ("/f/", "/inbox")
+"""Paths whose Origin the form and the inbox check themselves on every post: a browser posting a
+form under ``Referrer-Policy: no-referrer`` sends ``Origin: null``, and Fetch Metadata decides
+there (the inbox's pages and stream also need its SameSite=Strict session cookie)."""
 
 
 def allowed_hosts(settings: Settings) -> list[str]:

@@ -31,6 +31,8 @@ BODY_LIMITS: Mapping[str, int] = {
     "/discord/interactions": WEBHOOK_BODY_BYTES,
     "/teams/messages": WEBHOOK_BODY_BYTES,
     "/f/": FORM_BODY_BYTES,
+    "/inbox": FORM_BODY_BYTES,
+    "/inbox/": FORM_BODY_BYTES,
 }
 """Body limit per path: a key ending in ``/`` covers every path under it; a new webhook adds a line."""
 

@@ -56,10 +56,12 @@ PENDING = f"{PREFIX}:pending"
 No TTL: members leave when their function ends."""
 
 EVENTS = f"{PREFIX}:events"
-"""Stream: one entry per Human Function that ended (id, status, outcome) or whose delivery changed
-(id, note). Every gateway process reads it with one blocking XREAD, so a waiting call learns of
-its answer at once and reads nothing else; after a dropped connection the reader resumes from the
-last entry it saw, so nothing is lost. Trimmed to ``EVENTS_KEEP_SECONDS`` on every write."""
+"""Stream: one entry per Human Function that was created (id, created), ended (id, outcome), got its
+full deadline (id, deadline) or whose delivery changed (id, note). Every gateway process reads it
+with one blocking XREAD, so a waiting call learns of its answer at once and reads nothing else;
+after a dropped connection the reader resumes from the last entry it saw, so nothing is lost. Each
+open inbox page reads it too (``gateway.inbox.feed``). Trimmed to ``EVENTS_KEEP_SECONDS`` on every
+write but a creation's (endings follow creations, so they keep it trimmed)."""
 
 EVENTS_KEEP_SECONDS = 600
 """How far back the events stream reaches: a gateway cut off from Redis for less than this catches
@@ -133,3 +135,17 @@ def task(hf_id: str, digest: str) -> str:
     bearer capability, is never a key name). TTL: the function's deadline + ``RESULT_GRACE_SECONDS``,
     like the function's own hash (``gateway.mcp.task_store``)."""
     return f"{PREFIX}:task:{{{hf_id}}}:{digest}"
+
+
+def inbox_session(digest: str) -> str:
+    """Hash of one inbox sign-in (fields: operator, key, csrf, created), found by a hash of its
+    cookie (the cookie itself, a bearer secret, is never a key name).
+    TTL: ``gateway.inbox.sessions.SESSION_SECONDS`` from sign-in."""
+    return f"{PREFIX}:inbox-session:{digest}"
+
+
+def inbox_streams(operator: str) -> str:
+    """Sorted set: stream id -> lease end, of one operator's open live-update streams (``/inbox/events``),
+    so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
+    a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
+    return f"{PREFIX}:inbox-streams:{operator}"

@@ -1,4 +1,4 @@
-"""Security headers of the pages humangate serves (the web form)."""
+"""Security headers of the pages humangate serves (the web form, the inbox)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ def new_nonce() -> str:
     return secrets.token_urlsafe(16)
 
 
-def page_headers(nonce: str) -> dict[str, str]:
-    """A nonce-based CSP that allows nothing but our own inline script and style, and no framing."""
+def page_headers(nonce: str, *, connect: bool = False) -> dict[str, str]:
+    """A nonce-based CSP that allows nothing but our own inline script and style, and no framing;
+    ``connect`` also lets the page's script read from this origin (the inbox's live updates)."""
+    connect_src = "connect-src 'self'; " if connect else ""
     csp = (
         "default-src 'none'; "
+        f"{connect_src}"
         f"script-src 'nonce-{nonce}'; "
         f"style-src 'nonce-{nonce}'; "
         "img-src 'self' data:; "

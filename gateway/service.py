@@ -11,7 +11,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from channels.display import AGENT_VIA
@@ -31,6 +31,7 @@ from schemas.errors import (
 )
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
+from schemas.other_fields import check_other_fields, check_pairs
 from schemas.results import WITHDRAWN_REASON, timeout_reason
 from schemas.settings import Settings
 from schemas.text import utf8_size
@@ -50,10 +51,19 @@ def new_form_secret() -> str:
     return secrets.token_urlsafe(24)
 
 
-def fingerprint(owner: str, channel: str, message: str, schema: dict[str, Any]) -> str:
+def fingerprint(
+    owner: str,
+    channel: str,
+    message: str,
+    schema: dict[str, Any],
+    other_fields: Mapping[str, str] | None = None,
+) -> str:
     """What makes two calls "identical" for re-attaching (SPEC §6): the same caller identity,
-    channel, message and schema."""
-    canonical = json.dumps([owner, channel, message, schema], sort_keys=True, separators=(",", ":"))
+    channel, message and schema (and the Other pairs of a tool that has them)."""
+    parts: list[Any] = [owner, channel, message, schema]
+    if other_fields:  # only then, so the fingerprints of every other request stay as they were
+        parts.append(dict(other_fields))
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
@@ -91,15 +101,19 @@ class HumanFunctionService:
         *,
         timeout: float | None = None,
         idle_timeout: float | None = None,
+        other_fields: Mapping[str, str] | None = None,
     ) -> tuple[HumanFunction, Opened]:
         """Create and queue a Human Function in one step, or re-attach to an identical pending one,
         or hand out the kept result of an identical answered one (SPEC §6).
 
         ``timeout`` may shorten the caller's timeout, never lengthen it. With ``idle_timeout``, the
         request ends that soon unless a person starts answering (``started``), which gives it the
-        full timeout. The arguments must have passed ``check_request``.
+        full timeout. ``other_fields`` pairs selects with their "Other" text
+        (``schemas.other_fields``). The arguments must have passed ``check_request``.
         """
         platform = get_channel(channel, self.settings)
+        if other_fields:
+            check_pairs(schema, other_fields)
         now = self.clock()
         full = (
             caller.timeout(self.settings) if timeout is None else min(timeout, caller.timeout(self.settings))
@@ -116,12 +130,13 @@ class HumanFunctionService:
             deadline=now + (full if idle is None else idle),
             full_deadline=None if idle is None else now + full,
             form_secret=new_form_secret(),
+            other_fields=dict(other_fields or {}),
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
         try:
             hf, opened = await self.store.create(
                 hf,
-                fingerprint(caller.identity, channel, message, schema),
+                fingerprint(caller.identity, channel, message, schema, other_fields),
                 timeout_reason(hf.timeout_seconds),
                 delivery,
                 full_expire_reason=timeout_reason(full),
@@ -141,6 +156,7 @@ class HumanFunctionService:
         content = None
         if answer.action is Action.ACCEPT:
             content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
+            check_other_fields(hf.request_schema, hf.other_fields, content)
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,

@@ -62,6 +62,7 @@ class Reaped:
 
 
 def _doc(hf: HumanFunction) -> str:
+    # Defaults left out: a request without "Other" fields stores no empty map.
     return hf.model_dump_json(
         include={
             "id",
@@ -73,7 +74,9 @@ def _doc(hf: HumanFunction) -> str:
             "created_at",
             "deadline",
             "form_secret",
-        }
+            "other_fields",
+        },
+        exclude_defaults=True,
     )
 
 
@@ -114,6 +117,7 @@ class HumanFunctionStore:
                 keys.PENDING,
                 keys.rate(hf.owner),
                 keys.owned_pending(hf.owner),
+                keys.EVENTS,
             ],
             args=[
                 hf.id,
@@ -286,6 +290,22 @@ class HumanFunctionStore:
             )
             for hf_id, (status, outcome, note) in zip(hf_ids, rows, strict=True)
         }
+
+    @store_operation
+    async def pending(self, limit: int) -> list[HumanFunction]:
+        """Up to ``limit`` pending Human Functions, soonest deadline first (the inbox's list)."""
+        ids = await self.redis.zrange(keys.PENDING, 0, limit - 1)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for hf_id in ids:
+                pipe.hgetall(keys.human_function(_text(hf_id)))
+            rows = await pipe.execute()
+        found = [_load(fields) for fields in rows if fields]
+        return [hf for hf in found if hf.is_pending]
+
+    @store_operation
+    async def pending_count(self) -> int:
+        """How many Human Functions are pending right now."""
+        return int(await self.redis.zcard(keys.PENDING))
 
     @store_operation
     async def pending_ids(self) -> list[str]:

@@ -35,7 +35,7 @@ CREATE = (
     RUN_COMMANDS
     + """
 -- KEYS: 1 the new hash, 2 the attach key, 3 the pending index, 4 the owner's rate window,
---       5 the owner's pending requests.
+--       5 the owner's pending requests, 6 the events stream.
 -- ARGV: 1 id, 2 doc, 3 deadline, 4 fingerprint, 5 expire reason, 6 hash expiry (ms since epoch),
 --       7 attach expiry (ms since epoch), 8 hash key prefix, 9 full deadline ('' for none),
 --       10 its expire reason, 11 owner, 12 new requests allowed per minute, 13 pending requests
@@ -83,6 +83,8 @@ end
 redis.call('PEXPIREAT', KEYS[1], ARGV[6])
 redis.call('SET', KEYS[2], ARGV[1], 'PXAT', ARGV[7])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+-- Heard by the inbox (a new request to show); the entries of endings keep the stream trimmed.
+redis.call('XADD', KEYS[6], '*', 'id', ARGV[1], 'created', '1')
 run_commands(ARGV, 15)
 return {'created', {}}
 """

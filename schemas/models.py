@@ -81,6 +81,9 @@ class HumanFunction(BaseModel):
     """While nobody has started answering a request opened with an idle timeout, ``deadline`` is
     that short one; this is the deadline it gets once a person starts (``None``: no idle timeout)."""
     form_secret: str = Field(repr=False)
+    other_fields: dict[str, str] = Field(default_factory=dict)
+    """Select property -> the optional text property that holds its "Other" answer; both must not be
+    answered for a single choice, and one of them must be (``schemas.other_fields``)."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)

@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     """Open 2025-11-25 MCP sessions of all anonymous callers of one client address."""
     trusted_proxies: CommaList = Field(default_factory=lambda: ["127.0.0.1"])
     """Addresses whose ``X-Forwarded-For`` names the real client (reverse proxies in front)."""
+    idle_timeout: float = Field(60.0, gt=0)
+    """Seconds a ``request_human_input`` request waits for a person to start answering before it is
+    canceled; once someone starts (opens the form or a modal), it waits the caller's full timeout."""
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no call has returned yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""

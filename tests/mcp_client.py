@@ -34,14 +34,15 @@ async def call_elicit(
     api_key: str | None = None,
     era: Era = "legacy",
     on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+    tool: str = "elicit",
 ) -> types.CallToolResult:
-    """Call ``elicit`` on a gateway at ``base_url`` and wait for its result."""
+    """Call ``elicit`` (or another ``tool``) on a gateway at ``base_url`` and wait for its result."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with (
         create_mcp_http_client(headers=headers) as http,
         Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode=era) as client,
     ):
-        return await client.call_tool("elicit", arguments, progress_callback=on_progress)
+        return await client.call_tool(tool, arguments, progress_callback=on_progress)
 
 
 async def list_tools(base_url: str, *, era: Era = "legacy") -> list[types.Tool]:

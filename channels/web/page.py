@@ -42,6 +42,10 @@ from schemas.models import HumanFunction, Status
 MAX_RADIO_OPTIONS = 5
 """A single-select with at most this many options shows radio buttons; more show a ``<select>``."""
 
+MULTILINE_FROM = 200
+"""A plain text field that may hold more than this many characters (or any number) is a
+``<textarea>``, as Slack's and Teams' inputs are multi-line past the same length."""
+
 MAX_REASON_CHARS = 2000
 """Longest decline/cancel reason a person may type (the textarea's ``maxlength`` too)."""
 
@@ -69,13 +73,14 @@ _HEADINGS = {
     Status.EXPIRED: "Expired",
 }
 
-_env = Environment(
+TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=True,
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
 )
+"""The templates of every page humangate serves (the web form's, and the inbox's: ``channels.web.inbox``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +102,7 @@ class FormField:
     id: str
     kind: Kind
     widget: str
-    """``input``, ``checkbox``, ``radios``, ``select`` or ``checkboxes``."""
+    """``input``, ``textarea``, ``checkbox``, ``radios``, ``select`` or ``checkboxes``."""
     label: str
     required: bool
     description: str | None = None
@@ -145,23 +150,9 @@ def render_page(
         return _render_ended(hf, nonce=nonce, notice=notice)
     errors = dict(errors or {})
     schema = hf.request_schema
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    fields = [
-        _form_field(index, name, prop, schema, values, errors.get(name))
-        for index, (name, prop) in enumerate(properties.items())
-    ]
-    ids = {f.name: f.id for f in fields}
-    labels = {f.name: f.label for f in fields}
-    summary = []
-    for key, text in errors.items():
-        if key == REASON_FIELD:
-            summary.append(("#hg-reason", f"Reason: {text}"))
-        elif key in ids:
-            summary.append((f"#{ids[key]}", f"{labels[key]}: {text}"))
-        else:
-            summary.append(("", f"{key}: {text}" if key else text))
+    fields, summary = form_parts(hf, values, errors)
     left = math.ceil(hf.seconds_left(ctx.now))
-    return _env.get_template("web_form.html").render(
+    return TEMPLATES.get_template("web_form.html").render(
         nonce=nonce,
         title=_page_title(hf),
         hf=hf,
@@ -182,15 +173,39 @@ def render_page(
     )
 
 
+def form_parts(
+    hf: HumanFunction, values: Mapping[str, Sequence[str]] | None, errors: Mapping[str, str]
+) -> tuple[list[FormField], list[tuple[str, str]]]:
+    """The fields of ``hf``'s form (refilled with ``values``, each with its error) and the error
+    summary as (``#field-id`` or ``''``, text) pairs; the inbox draws the same form."""
+    schema = hf.request_schema
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    fields = [
+        _form_field(index, name, prop, schema, values, errors.get(name))
+        for index, (name, prop) in enumerate(properties.items())
+    ]
+    ids = {f.name: f.id for f in fields}
+    labels = {f.name: f.label for f in fields}
+    summary = []
+    for key, text in errors.items():
+        if key == REASON_FIELD:
+            summary.append(("#hg-reason", f"Reason: {text}"))
+        elif key in ids:
+            summary.append((f"#{ids[key]}", f"{labels[key]}: {text}"))
+        else:
+            summary.append(("", f"{key}: {text}" if key else text))
+    return fields, summary
+
+
 def render_unknown_page(nonce: str) -> str:
     """The page for a form link that matches no Human Function (never created, or long gone)."""
-    return _env.get_template("web_unknown.html").render(nonce=nonce, title="Link not valid", notice=None)
+    return TEMPLATES.get_template("web_unknown.html").render(nonce=nonce, title="Link not valid", notice=None)
 
 
 def render_unavailable_page(nonce: str, *, answering: bool = False) -> str:
     """The page shown while the store cannot be reached (served with 503 and ``Retry-After``);
     ``answering`` when it answers a form post, which was not saved."""
-    return _env.get_template("web_unavailable.html").render(
+    return TEMPLATES.get_template("web_unavailable.html").render(
         nonce=nonce, title="Try again in a moment", notice=None, answering=answering
     )
 
@@ -223,7 +238,7 @@ def render_too_large_page(nonce: str, max_bytes: int) -> str:
 def render_notice_page(nonce: str, heading: str, *lines: str) -> str:
     """A page of plain sentences (a refusal, a problem) in the form pages' look."""
     title = f"{heading.rstrip('.')} · humangate"
-    return _env.get_template("web_notice.html").render(
+    return TEMPLATES.get_template("web_notice.html").render(
         nonce=nonce, title=title, heading=heading, lines=lines, notice=None
     )
 
@@ -253,7 +268,7 @@ def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
     outcome = hf.outcome
     shown = [Shown(label, value) for label, value in answered_values(hf)]
     at = outcome.at if outcome is not None else hf.deadline
-    return _env.get_template("web_ended.html").render(
+    return TEMPLATES.get_template("web_ended.html").render(
         nonce=nonce,
         title=f"{_HEADINGS.get(hf.status, 'Ended')} · humangate",
         heading=_HEADINGS.get(hf.status, "Ended"),
@@ -363,6 +378,9 @@ def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, defau
     if isinstance(fmt, str) and fmt in _FORMAT_HINTS:
         f.hints.append(_FORMAT_HINTS[fmt])
     low, high = _positive(prop.get("minLength")), prop.get("maxLength")
+    longest = high if isinstance(high, int) and not isinstance(high, bool) else None
+    if fmt is None and "pattern" not in prop and (longest is None or longest > MULTILINE_FROM):
+        f.widget = "textarea"
     if low is not None:
         f.attrs["minlength"] = str(low)
     if isinstance(high, int) and not isinstance(high, bool):

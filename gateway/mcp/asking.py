@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -33,8 +33,9 @@ from schemas.models import HumanFunction, Outcome
 
 logger = logging.getLogger(__name__)
 
-ResultOf = Callable[[Outcome, str], types.CallToolResult]
-"""How a tool turns an outcome (and the Human Function's id) into its result."""
+ResultOf = Callable[[Outcome, HumanFunction], types.CallToolResult]
+"""How a tool turns an outcome into its result; the Human Function gives its id and what was asked
+(a tool whose result names its questions reads them back from the schema it built)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,12 @@ class Question:
     channel: str
     message: str
     schema: dict[str, Any]
+    timeout: float | None = None
+    """Seconds to wait if shorter than the caller's timeout (never longer)."""
+    idle_timeout: float | None = None
+    """Seconds to wait unless a person starts answering (then the full timeout)."""
+    other_fields: dict[str, str] = field(default_factory=dict)
+    """Select property -> its "Other" free-text property (``schemas.other_fields``)."""
 
 
 async def open_question(
@@ -61,7 +68,13 @@ async def open_question(
     """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result."""
     try:
         hf, opened = await call.runtime.service.open(
-            call.caller, question.channel, question.message, question.schema
+            call.caller,
+            question.channel,
+            question.message,
+            question.schema,
+            timeout=question.timeout,
+            idle_timeout=question.idle_timeout,
+            other_fields=question.other_fields,
         )
     except StoreUnavailableError as exc:
         logger.warning("could not open a request: %s", exc)
@@ -88,7 +101,7 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
     hf, opened = opening
     if opened is Opened.RETAINED:
         assert hf.outcome is not None
-        return result_of(hf.outcome, hf.id)
+        return result_of(hf.outcome, hf)
     last_progress = 0.0
     started = runtime.service.clock()
     where = waiting_where(hf, runtime.settings)
@@ -111,4 +124,4 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
         return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
     finally:
         await stop_race(race)
-    return result_of(outcome, hf.id)
+    return result_of(outcome, hf)

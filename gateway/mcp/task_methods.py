@@ -87,7 +87,7 @@ class TaskMethods:
             except GatewayStopping:
                 raise MCPError(code=types.INTERNAL_ERROR, message="humangate is restarting") from None
         assert outcome is not None
-        result = self.result_of(record.tool)(outcome, hf.id)
+        result = self.result_of(record.tool)(outcome, hf)
         meta = {**(result.meta or {}), RELATED_TASK_META: {"taskId": record.task_id}}
         return result.model_copy(update={"meta": meta})
 

@@ -109,7 +109,7 @@ def view(runtime: Runtime, record: TaskRecord, hf: HumanFunction, result_of: Res
         requests = client_form_request(record, hf) if asking else None
         status: Status = "input_required" if requests else "working"
         return TaskView(record, hf, status, message, record.created_at, None, requests, poll_ms)
-    result = result_of(outcome, hf.id)
+    result = result_of(outcome, hf)
     ended: Status = "cancelled" if outcome.via == AGENT_VIA else "completed"
     return TaskView(record, hf, ended, result_text(outcome), outcome.at, result, None, poll_ms)
 

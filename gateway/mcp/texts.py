@@ -57,10 +57,10 @@ def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = N
     )
 
 
-def outcome_result(outcome: Outcome, hf_id: str) -> types.CallToolResult:
+def outcome_result(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
     """``elicit``'s result for an outcome (SPEC §4)."""
     return text_result(
-        result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf_id)
+        result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf.id)
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.mcp import answering, elicit
+from gateway.mcp import answering, ask_user_question, elicit, request_human_input, request_user_input
 from gateway.mcp.asking import Call, Question, ResultOf
 from gateway.mcp.texts import outcome_result
 
@@ -34,6 +34,13 @@ class ToolEntry:
 
 TOOLS: dict[str, ToolEntry] = {
     elicit.NAME: ToolEntry(elicit.TOOL, elicit.prepare),
+    ask_user_question.NAME: ToolEntry(
+        ask_user_question.TOOL, ask_user_question.prepare, ask_user_question.result_of
+    ),
+    request_human_input.NAME: ToolEntry(
+        request_human_input.TOOL, request_human_input.prepare, request_human_input.result_of
+    ),
+    request_user_input.NAME: ToolEntry(request_user_input.TOOL, request_user_input.prepare),
     answering.NAME: ToolEntry(answering.TOOL, answering.answer_request),
 }
 """Every tool by name, in the order ``tools/list`` shows them."""

@@ -61,8 +61,14 @@ class PendingCall:
 
 
 def start_call(
-    base_url: str, arguments: dict[str, Any], *, era: Era = "legacy", api_key: str | None = None
+    base_url: str,
+    arguments: dict[str, Any],
+    *,
+    era: Era = "legacy",
+    api_key: str | None = None,
+    tool: str = "elicit",
 ) -> PendingCall:
+    """Start calling ``tool`` (``elicit`` by default); its progress is recorded as it arrives."""
     pending: PendingCall
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -72,7 +78,7 @@ def start_call(
             pending.progressed.notify_all()
 
     task = asyncio.create_task(
-        call_elicit(base_url, arguments, era=era, api_key=api_key, on_progress=on_progress)
+        call_elicit(base_url, arguments, era=era, api_key=api_key, on_progress=on_progress, tool=tool)
     )
     pending = PendingCall(task)
     return pending

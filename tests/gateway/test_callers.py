@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.callers import ANONYMOUS_CALLER, Caller, KeyRing
+from gateway.callers import ANONYMOUS_CALLER, Caller, KeyRing, digest
 from schemas.errors import AuthError
 from schemas.settings import Settings
 
@@ -61,3 +61,21 @@ def test_timeouts_differ_for_anonymous_and_authenticated_callers() -> None:
     settings = Settings()
     assert ANONYMOUS_CALLER.timeout(settings) == 180
     assert Caller("ci", authenticated=True).timeout(settings) == 300
+
+
+async def test_operator_keys_are_marked_and_only_they_name_an_operator(redis: Redis) -> None:
+    keyring = ring(redis, api_keys=SecretStr("ci:env-key"))
+    operator = await keyring.create("ada", operator=True)
+    caller = await keyring.create("deploy-bot")
+    assert await keyring.identify(f"Bearer {operator}") == Caller("ada", authenticated=True, operator=True)
+    assert (await keyring.identify(f"Bearer {caller}")).operator is False
+    assert (await keyring.identify("Bearer env-key")).operator is False
+    assert await keyring.operator_name(digest(operator)) == "ada"
+    assert await keyring.operator_name(digest(caller)) is None
+    assert await keyring.operator_name(digest("env-key")) is None
+    assert {row["name"]: row["operator"] for row in await keyring.list()} == {
+        "ada": True,
+        "deploy-bot": False,
+    }
+    await keyring.revoke("ada")
+    assert await keyring.operator_name(digest(operator)) is None

@@ -62,8 +62,12 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
     assert call.progress[0][1] == 300  # the key made the caller authenticated
     await post_form(form, {"hg-action": "accept", "f.approved": "true"})
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
+    assert run_cli("keys", "create", "ada", "--operator", env=env).returncode == 0
     listed = run_cli("keys", "list", env=env)
-    assert listed.stdout.split("\t")[0] == "laptop"
+    assert [line.split("\t")[::2] for line in listed.stdout.splitlines()] == [
+        ["laptop", "caller"],
+        ["ada", "operator"],
+    ]
     assert run_cli("keys", "revoke", "laptop", env=env).returncode == 0
     async with httpx.AsyncClient() as client:
         refused = await client.post(

@@ -55,8 +55,9 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
             "required": ["message", "schema"],
         },
     }
-    # The only other tool is the form app's, which hosts never show the model.
-    assert list(tools) == ["answer_request"]
+    # The tools of SPEC 10 (tests/gateway/test_mcp_*.py), then the form app's, which hosts never show
+    # the model.
+    assert list(tools) == ["ask_user_question", "request_human_input", "request_user_input", "answer_request"]
     assert tools["answer_request"]["_meta"] == {
         "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}
     }
@@ -212,7 +213,13 @@ async def test_no_standalone_stream_is_offered_so_sessions_stay_small(start_gate
     assert response.status_code == 405
     assert set(response.headers["allow"].replace(" ", "").split(",")) == {"POST", "DELETE"}
     for era in ERAS:  # the official client still calls tools in both eras
-        assert [tool.name for tool in await list_tools(gateway.url, era=era)] == ["elicit", "answer_request"]
+        assert [tool.name for tool in await list_tools(gateway.url, era=era)] == [
+            "elicit",
+            "ask_user_question",
+            "request_human_input",
+            "request_user_input",
+            "answer_request",
+        ]
 
 
 async def test_two_concurrent_answers_have_exactly_one_winner(start_gateway: StartGateway) -> None:

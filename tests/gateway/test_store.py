@@ -71,10 +71,11 @@ def expired(at: float = NOW + 1) -> Outcome:
     return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=REASON, via="timeout", at=at)
 
 
-async def events(store: HumanFunctionStore) -> list[dict[str, str]]:
-    """Every entry of the events stream, decoded."""
+async def events(store: HumanFunctionStore, *, created: bool = False) -> list[dict[str, str]]:
+    """Every entry of the events stream, decoded (a creation's too with ``created``)."""
     entries = await store.redis.xrange(keys.EVENTS)
-    return [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
+    decoded = [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
+    return [entry for entry in decoded if created or "created" not in entry]
 
 
 async def queued(store: HumanFunctionStore, channel: str) -> list[str]:
@@ -329,3 +330,26 @@ async def test_the_reaper_frees_the_owners_pending_room(store: HumanFunctionStor
     await store.create(first, "fp1", REASON, [], limits=limits)
     await store.reap(NOW + 10)
     assert await store.redis.zcard(keys.owned_pending("key:ada")) == 0
+
+
+async def test_a_creation_is_an_event_and_the_pending_list_is_soonest_first(
+    store: HumanFunctionStore,
+) -> None:
+    await create(store, make_hf("a1", deadline=NOW + 300), "fp1")
+    await create(store, make_hf("b2", deadline=NOW + 60), "fp2")
+    await create(store, make_hf("a1", deadline=NOW + 300), "fp1")  # re-attaching creates nothing
+    assert await events(store, created=True) == [{"id": "a1", "created": "1"}, {"id": "b2", "created": "1"}]
+    await finish(store, "a1", accepted("Ada"))
+    assert [hf.id for hf in await store.pending(10)] == ["b2"]
+    assert await store.pending_count() == 1
+    await create(store, make_hf("c3", deadline=NOW + 30), "fp3")
+    assert [hf.id for hf in await store.pending(1)] == ["c3"]
+
+
+async def test_other_fields_are_stored_only_when_given(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1"), "fp1")
+    paired = make_hf("b2").model_copy(update={"other_fields": {"zeta": "alpha"}})
+    await create(store, paired, "fp2")
+    assert b"other_fields" not in await store.redis.hget(keys.human_function("a1"), "doc")
+    assert (await store.get("a1")).other_fields == {}
+    assert (await store.get("b2")).other_fields == {"zeta": "alpha"}

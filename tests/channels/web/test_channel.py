@@ -163,6 +163,36 @@ def control(doc: Node, name: str) -> Node:
     return next(n for n in doc.all(name=f"f.{name}") if n.attrs.get("type") != "hidden")
 
 
+def value_of(node: Node) -> str | None:
+    """What a control shows as typed: a textarea's text, an input's value."""
+    return node.text if node.tag == "textarea" else node["value"]
+
+
+def test_long_or_unbounded_plain_text_is_a_textarea_and_short_text_one_line() -> None:
+    props: dict[str, Any] = {
+        "free": {"type": "string"},
+        "long": {"type": "string", "maxLength": 201},
+        "short": {"type": "string", "maxLength": 200},
+        "mail": {"type": "string", "format": "email"},
+        "code": {"type": "string", "pattern": "^[A-Z]+$"},
+    }
+    doc = page(
+        make_hf(
+            {"type": "object", "properties": props},
+        )
+    )
+    tags = {name: control(doc, name).tag for name in props}
+    assert tags == {
+        "free": "textarea",
+        "long": "textarea",
+        "short": "input",
+        "mail": "input",
+        "code": "input",
+    }
+    assert control(doc, "long")["maxlength"] == "201"
+    assert label_of(doc, control(doc, "free")).words == "free"
+
+
 def label_of(doc: Node, node: Node) -> Node:
     return doc.one("label", for_=str(node["id"]))
 
@@ -290,15 +320,15 @@ def test_defaults_prefill_every_kind() -> None:
     schema = {"type": "object", "properties": props}
     check_flat_schema(schema)
     doc = page(make_hf(schema))
-    assert control(doc, "s")["value"] == "hello"
-    assert control(doc, "n")["value"] == "2.5"
-    assert control(doc, "i")["value"] == "3"
+    assert value_of(control(doc, "s")) == "hello"
+    assert value_of(control(doc, "n")) == "2.5"
+    assert value_of(control(doc, "i")) == "3"
     assert control(doc, "b").has("checked")
     assert not control(doc, "c").has("checked")
     assert [r["value"] for r in doc.all("input", name="f.one") if r.has("checked")] == ["y"]
     assert [r["value"] for r in doc.all("input", name="f.many") if r.has("checked")] == ["p", "r"]
-    assert control(doc, "when")["value"] == "2026-11-22T10:30"  # shown in UTC, read back as UTC
-    assert control(doc, "sec")["value"] == "2026-11-22T10:30:15"
+    assert value_of(control(doc, "when")) == "2026-11-22T10:30"  # shown in UTC, read back as UTC
+    assert value_of(control(doc, "sec")) == "2026-11-22T10:30:15"
     assert control(doc, "sec")["step"] == "1"
 
 
@@ -351,9 +381,9 @@ def test_rerender_keeps_what_was_typed_and_shows_errors() -> None:
     }
     errors = {"name": "must be at least 3 characters", "count": "must be at most 5", "": "try again"}
     doc = page(values=values, errors=errors, reason="because")
-    assert control(doc, "name")["value"] == "Al"
-    assert control(doc, "count")["value"] == "7"
-    assert control(doc, "at")["value"] == "2026-11-22T10:30"
+    assert value_of(control(doc, "name")) == "Al"
+    assert value_of(control(doc, "count")) == "7"
+    assert value_of(control(doc, "at")) == "2026-11-22T10:30"
     assert control(doc, "ok").has("checked")
     assert [r["value"] for r in doc.all("input", name="f.level") if r.has("checked")] == ["high"]
     assert [o["value"] for o in doc.one("select", name="f.city").all("option") if o.has("selected")] == ["c"]
@@ -374,7 +404,7 @@ def test_rerender_keeps_what_was_typed_and_shows_errors() -> None:
 
 def test_a_blank_rerender_does_not_bring_defaults_back() -> None:
     schema = one_field({"type": "string", "default": "hello"})
-    assert control(page(make_hf(schema), values={"x": [""]}, errors={}), "x")["value"] == ""
+    assert value_of(control(page(make_hf(schema), values={"x": [""]}, errors={}), "x")) == ""
     boolean = one_field({"type": "boolean", "default": True})
     assert not control(page(make_hf(boolean), values={"x": ["false"]}), "x").has("checked")
 
@@ -422,7 +452,7 @@ def test_untrusted_text_is_inert_everywhere() -> None:
     assert doc.all("img") == []
     assert len(doc.all("script")) == 1  # ours
     assert doc.one(id="hg-message").text == HOSTILE  # shown as text, newlines kept
-    assert control(doc, HOSTILE)["value"] == HOSTILE
+    assert value_of(control(doc, HOSTILE)) == HOSTILE
     assert doc.one("input", name="f.pick", value=HOSTILE)
     assert "<script>alert" not in html and "<img" not in html
 

@@ -1,0 +1,92 @@
+"""``request_human_input``: one free-text question, ended soon unless a person starts answering
+(SPEC §10).
+
+The prompt is the message and the schema one required text, ``reply`` (no length limit, so every
+channel offers a multi-line box). The request is opened with ``HUMANGATE_IDLE_TIMEOUT``: nobody
+starting to answer within it cancels the request (``User canceled: Request timed out after 1
+minute``); a person opening the web form, the inbox form or a Slack or Discord modal, or refreshing
+the Teams card, gives it the caller's full timeout at once (``HumanFunctionService.started``), and
+the agent's progress says so. An accepted reply comes back verbatim: ``User provided: <reply>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from gateway.mcp.arguments import Arguments
+from gateway.mcp.asking import Call, Question
+from gateway.mcp.elicit import channel_argument
+from gateway.mcp.texts import outcome_result, text_result
+from schemas.errors import HumangateError
+from schemas.models import Action, HumanFunction, Outcome
+from schemas.results import structured_result
+from schemas.settings import CHANNEL_NAMES, Settings
+
+NAME = "request_human_input"
+
+REPLY = "reply"
+"""The one property of the schema."""
+
+
+def reply_schema() -> dict[str, Any]:
+    """What every ``request_human_input`` asks (a fresh copy: schemas travel into requests)."""
+    return {
+        "type": "object",
+        "properties": {REPLY: {"type": "string", "title": "Your reply"}},
+        "required": [REPLY],
+    }
+
+
+TOOL = types.Tool(
+    name=NAME,
+    description=(
+        "Ask the human for input or guidance and wait for their reply. Explain the context in the "
+        "conversation first; the prompt frames the question. If nobody starts answering within a short "
+        "idle time (60 seconds by default) the request is canceled; once someone starts, it waits the "
+        "full time."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "The question to ask the human"},
+            "uiType": {
+                "type": "string",
+                "enum": list(CHANNEL_NAMES),
+                "description": "UI platform to use (default: slack)",
+            },
+        },
+        "required": ["prompt"],
+    },
+)
+
+
+def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
+    """The question a call asks; errors name the argument and the rule."""
+    args = raw or {}
+    arguments = Arguments()
+    arguments.unknown("", args, ("prompt", "uiType"))
+    prompt = arguments.text("prompt", args.get("prompt"))
+    if prompt is not None and len(prompt.encode()) > settings.max_message_bytes:
+        arguments.add("prompt", f"must be at most {settings.max_message_bytes} bytes")
+    arguments.raise_any()
+    assert prompt is not None
+    channel = channel_argument(args, settings)
+    return Question(channel, prompt, reply_schema(), idle_timeout=settings.idle_timeout)
+
+
+async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
+    """The question the arguments ask, or the error naming what is wrong with them."""
+    try:
+        return parse_arguments(arguments, call.runtime.settings)
+    except HumangateError as exc:
+        return text_result(str(exc), error=True)
+
+
+def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
+    """``User provided: <reply verbatim>``; decline, cancel and timeout as ``elicit``'s."""
+    if outcome.action is not Action.ACCEPT:
+        return outcome_result(outcome, hf)
+    reply = str((outcome.content or {}).get(REPLY, ""))
+    return text_result(f"User provided: {reply}", error=False, structured=structured_result(outcome, hf.id))
