@@ -39,8 +39,9 @@ RECENT_LIMIT = 20_000
 """Endings remembered after they were read, so a call that starts watching just after its request
 ended (a re-attach racing an answer) still hears of it at once."""
 
-RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
-"""Seconds between attempts to read again after a failure (the last one repeats)."""
+RECONNECT_DELAYS = (0.1, 0.25, 0.5)
+"""Seconds between attempts to read again after a failure (the last one repeats: one cheap attempt
+every half second, so a Redis that comes back is heard within about half a second)."""
 
 RECONCILE_INTERVAL = 120.0
 """Seconds between two re-reads of every watched request's state even when nothing went wrong: a
@@ -185,6 +186,7 @@ class Events:
                 )
                 if failures:
                     logger.info("events stream readable again after %d failed reads", failures)
+                    await self._drop_idle_connections()
                 failures, self.available = 0, True
                 for _stream, entries in reply or []:
                     for entry_id, fields in entries:
@@ -205,6 +207,15 @@ class Events:
                     )
                 failures += 1
                 await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS)) - 1])
+
+    async def _drop_idle_connections(self) -> None:
+        """After an outage, close the store's idle pooled connections: ones opened before it may be
+        dead without knowing it (a blackholed or restarted Redis), and the next command on each would
+        wait out its socket timeout. New ones are opened on demand."""
+        try:
+            await self._store.redis.connection_pool.disconnect(inuse_connections=False)
+        except Exception as exc:  # closing a dead socket may fail; it is gone either way
+            logger.debug("closing idle connections after an outage: %s", exc)
 
     async def _tail(self) -> str:
         """The id of the newest entry, where reading starts (``0-0`` for an empty stream)."""
