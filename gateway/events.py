@@ -205,13 +205,14 @@ class Events:
                         type(exc).__name__,
                         exc,
                     )
+                    await self._drop_idle_connections()
                 failures += 1
                 await asyncio.sleep(RECONNECT_DELAYS[min(failures, len(RECONNECT_DELAYS)) - 1])
 
     async def _drop_idle_connections(self) -> None:
-        """After an outage, close the store's idle pooled connections: ones opened before it may be
-        dead without knowing it (a blackholed or restarted Redis), and the next command on each would
-        wait out its socket timeout. New ones are opened on demand."""
+        """When an outage is noticed and when it ends, close the store's idle pooled connections: ones
+        opened before it may be dead without knowing it (a blackholed or restarted Redis), and the
+        next command on each would wait out its socket timeout. New ones are opened on demand."""
         try:
             await self._store.redis.connection_pool.disconnect(inuse_connections=False)
         except Exception as exc:  # closing a dead socket may fail; it is gone either way
