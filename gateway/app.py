@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from gateway import docs, health, rest
 from gateway.auth import CallerAuth
+from gateway.collector import tune_collector
 from gateway.errors import install_error_handlers
 from gateway.events import Events
 from gateway.hosts import HostCheck
@@ -37,6 +38,7 @@ def served_app() -> FastAPI:
     """The app of one ``humangate serve`` process (uvicorn's factory; with ``--workers N`` each
     process starts bare, so logging is set up here too). Waiting calls end cleanly on SIGTERM."""
     configure_logging()
+    tune_collector()
     return create_app(get_settings(), served=True)
 
 
