@@ -93,7 +93,7 @@ class TcpProxy:
         asyncio.set_event_loop(self._loop)
 
         async def serve() -> None:
-            self._server = await asyncio.start_server(self._client, "127.0.0.1", self.port)
+            self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
             self._started.set()
 
         self._loop.run_until_complete(serve())
@@ -110,11 +110,17 @@ class TcpProxy:
             self._loop.run_until_complete(asyncio.sleep(0))  # let the aborted transports close
             self._loop.close()
 
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Tracked at once (not in the task, which may be cancelled before it runs when the proxy
+        # stops), so stopping closes every accepted connection.
+        self._writers.add(writer)
+        self._loop.create_task(self._client(reader, writer))
+
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.mode is Mode.REFUSE:
+            self._writers.discard(writer)
             writer.transport.abort()
             return
-        self._writers.add(writer)
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:
