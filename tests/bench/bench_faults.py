@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -64,6 +63,7 @@ from tests.bench.harness import (
     SSE_NOISE,
     BenchError,
     Gateway,
+    exit_cleanly_on_sigterm,
     gateway_env,
     note,
     out,
@@ -726,14 +726,10 @@ def parse_args() -> Options:
     return Options(scenarios, args.overdue, args.overdue_timeout, args.json)
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # unwinds through every finally: the children are stopped
-
-
 def main() -> int:
     opts = parse_args()
     command = shlex.join(["python", *sys.argv])
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_cleanly_on_sigterm()
     logging.getLogger("mcp.client.streamable_http").addFilter(SSE_NOISE)
     try:
         result = asyncio.run(run_all(opts))

@@ -35,7 +35,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -58,6 +57,7 @@ from tests.bench.harness import (
     answer_all,
     command_counts,
     cpu_seconds,
+    exit_cleanly_on_sigterm,
     note,
     open_calls,
     out,
@@ -463,7 +463,7 @@ async def run(opts: Options) -> dict[str, Any]:
                     await redis.flushdb()
                 if "e" in opts.parts:
                     for era in ("legacy", "2026-07-28"):
-                        figures[f"e_{era}"] = await rss_part(opts, server.url, work_dir, era)  # type: ignore[arg-type]
+                        figures[f"e_{era}"] = await rss_part(opts, server.url, work_dir, era)
             finally:
                 await redis.aclose()
     except BaseException:
@@ -502,14 +502,10 @@ def parse_args() -> Options:
     )
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # unwinds through every finally: the children are stopped
-
-
 def main() -> int:
     opts = parse_args()
     command = shlex.join(["python", *sys.argv])
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_cleanly_on_sigterm()
     logging.getLogger("mcp.client.streamable_http").addFilter(SSE_NOISE)
     try:
         figures = asyncio.run(run(opts))

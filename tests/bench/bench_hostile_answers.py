@@ -30,12 +30,14 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from gateway.embedded import EmbeddedRedis, free_port
+from tests.bench.harness import exit_cleanly_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[2]
 """This checkout: the gateway runs ``python -m gateway.cli`` from here unless ``--root`` says."""
@@ -208,10 +210,6 @@ def report(summary: dict[str, Any]) -> None:
     out(json.dumps(summary, separators=(",", ":")))
 
 
-def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # unwinds through every finally: the children are stopped
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -225,7 +223,7 @@ def main() -> int:
     if opts.answers < 1 or opts.waves < 1 or not 1 <= opts.fields <= 32 or opts.idle <= 0:
         parser.error("--answers and --waves must be >= 1, --fields 1-32, --idle > 0")
     opts.root = opts.root.resolve()
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_cleanly_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="humangate-hostile-") as work_dir:
         report(asyncio.run(run(opts, Path(work_dir))))
     return 0

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
@@ -82,6 +83,15 @@ class ClosingSessionNoise(logging.Filter):
 
 
 SSE_NOISE = ClosingSessionNoise()
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # unwinds through every finally: the children are stopped
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM unwind the benchmark like Ctrl-C, so every child process it started is stopped."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
 class BenchError(RuntimeError):

@@ -44,7 +44,12 @@ async def run(url: str, count: int, batch: int, label: str, era: Era) -> None:
                 else:
                     failures.append(call.error or call.text[:120] or "ended without a form link")
             emit(event="opened", n=len(calls), failed=len(failures))
-        emit(event="ready", waiting=len(calls), failed=len(failures), first_failure=(failures or [None])[0])
+        emit(
+            event="ready",
+            waiting=len(calls),
+            failed=len(failures),
+            first_failure=failures[0] if failures else None,
+        )
         reader = asyncio.StreamReader()
         loop = asyncio.get_running_loop()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
