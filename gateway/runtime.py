@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,21 @@ from gateway.store import HumanFunctionStore
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+STOP_STEP_SECONDS = 5.0
+"""Longest one step of stopping may take; past it, stopping goes on without it (and says so)."""
+
+
+async def _stop_step(what: str, step: Awaitable[object]) -> None:
+    """Run one step of stopping, bounded: a stop never hangs on one stuck part."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=STOP_STEP_SECONDS)
+    if not done:
+        task.cancel()
+        logger.warning("stopping: %s did not finish within %.0f s; going on", what, STOP_STEP_SECONDS)
+        return
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()
 
 
 @dataclass
@@ -74,9 +89,8 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
         yield runtime
     finally:
         reaper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reaper
-        await events.stop()
-        await service.returned.stop()
-        await runtime._stack.aclose()
-        await redis.aclose()
+        await _stop_step("the reaper", reaper)
+        await _stop_step("the events reader", events.stop())
+        await _stop_step("the returned marks", service.returned.stop())
+        await _stop_step("the channel clients", runtime._stack.aclose())
+        await _stop_step("the Redis pool", redis.aclose())
