@@ -15,7 +15,7 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 
-from gateway.security import new_nonce
+from gateway.security import hardened_headers, new_nonce
 
 router = APIRouter(include_in_schema=False)
 
@@ -75,13 +75,7 @@ def docs_headers(nonce: str) -> dict[str, str]:
         "frame-ancestors 'none'; "
         "base-uri 'none'"
     )
-    return {
-        "Content-Security-Policy": csp,
-        "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
-        "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "no-store",
-    }
+    return hardened_headers(csp)
 
 
 @router.get("/docs")

@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import re
 import shlex
@@ -60,14 +59,16 @@ from tests.bench.harness import (
     ROOT,
     RUN_ID,
     SCHEMA,
-    SSE_NOISE,
     BenchError,
     Gateway,
-    exit_cleanly_on_sigterm,
     gateway_env,
+    measure,
     note,
     out,
     percentile,
+    print_header,
+    spawn_gateway,
+    wait_ready,
 )
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_callbacks import click, send
@@ -184,30 +185,11 @@ async def start_gateway(
     full_env = gateway_env(redis_url, port, data_dir or run.work_dir / f"data-{name}", POLL_INTERVAL)
     full_env |= ROOMY | (env or {})
     args = ["serve", "--port", str(port), "--worker" if worker else "--no-worker"]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", *args],
-            cwd=ROOT,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    CHILDREN.append(process)
-    gateway = Gateway(f"http://127.0.0.1:{port}", process, log)
+    gateway = spawn_gateway([sys.executable, "-m", "gateway.cli", *args], port, ROOT, full_env, log)
+    CHILDREN.append(gateway.process)
     stack.callback(gateway.stop)
-    deadline = time.monotonic() + START_TIMEOUT
-    async with httpx.AsyncClient(timeout=2) as http:
-        while True:
-            if process.poll() is not None:
-                raise BenchError(f"gateway {name} exited early:\n{gateway.tail()}")
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get(f"{gateway.url}/healthz")).status_code == 200:
-                    return gateway
-            if time.monotonic() > deadline:
-                raise BenchError(f"gateway {name} did not start:\n{gateway.tail()}")
-            await asyncio.sleep(0.05)  # readiness polling of a child process, bounded
+    await wait_ready(gateway, name)
+    return gateway
 
 
 @dataclass
@@ -729,19 +711,15 @@ def parse_args() -> Options:
 def main() -> int:
     opts = parse_args()
     command = shlex.join(["python", *sys.argv])
-    exit_cleanly_on_sigterm()
-    logging.getLogger("mcp.client.streamable_http").addFilter(SSE_NOISE)
     try:
-        result = asyncio.run(run_all(opts))
-    except BenchError as exc:
-        note(f"benchmark failed: {exc}")
-        return 2
+        result = measure(run_all(opts))
     finally:
         kill_children()
+    if result is None:
+        return 2
     lines = table(result.rows)
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
-    out(f"command: {command}")
-    out(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print_header(command)
     for line in lines:
         out(
             "  ".join(f"{cell:<{width}}" for cell, width in zip(line, widths, strict=False)) + "  " + line[-1]

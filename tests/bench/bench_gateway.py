@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import shlex
 import shutil
@@ -48,7 +47,6 @@ from redis.asyncio import Redis
 from gateway.embedded import EmbeddedRedis, free_port
 from tests.bench.harness import (
     ROOT,
-    SSE_NOISE,
     BenchError,
     Call,
     Era,
@@ -57,11 +55,12 @@ from tests.bench.harness import (
     answer_all,
     command_counts,
     cpu_seconds,
-    exit_cleanly_on_sigterm,
+    measure,
     note,
     open_calls,
     out,
     percentile,
+    print_header,
     rss_now,
     running_gateway,
     until,
@@ -505,17 +504,12 @@ def parse_args() -> Options:
 def main() -> int:
     opts = parse_args()
     command = shlex.join(["python", *sys.argv])
-    exit_cleanly_on_sigterm()
-    logging.getLogger("mcp.client.streamable_http").addFilter(SSE_NOISE)
-    try:
-        figures = asyncio.run(run(opts))
-    except BenchError as exc:
-        note(f"benchmark failed: {exc}")
+    figures = measure(run(opts))
+    if figures is None:
         return 2
     rows = table(figures)
     widths = [max(len(r[i]) for r in rows) for i in range(3)] if rows else [0, 0, 0]
-    out(f"command: {command}")
-    out(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print_header(command)
     for name, value, goal in rows:
         out(f"{name:<{widths[0]}}  {value:<{widths[1]}}  goal: {goal}")
     summary = {"command": command, "load_average": os.getloadavg(), "figures": figures}

@@ -22,8 +22,6 @@ import contextlib
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +35,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.embedded import EmbeddedRedis, free_port
-from tests.bench.harness import exit_cleanly_on_sigterm
+from tests.bench.harness import exit_cleanly_on_sigterm, gateway_env, spawn_gateway, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 """This checkout: the gateway runs ``python -m gateway.cli`` from here unless ``--root`` says."""
@@ -45,9 +43,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_PATTERN = "^(a|aa)+$"
 HOSTILE_VALUE = "a" * 60 + "!"
 """A value that makes ``HOSTILE_PATTERN`` backtrack exponentially (in every engine)."""
-
-START_TIMEOUT = 60.0
-"""Seconds the gateway may take to answer /healthz."""
 
 PROBE_TIMEOUT = 120.0
 """Seconds one /healthz probe may take (a frozen gateway on the old code took ~20 s)."""
@@ -84,49 +79,14 @@ def figures(seconds: list[float]) -> dict[str, Any]:
 async def running_gateway(redis_url: str, root: Path, work_dir: Path) -> AsyncIterator[str]:
     """A ``humangate serve --worker`` from ``root``, in its own process group; its base URL."""
     port = free_port()
-    drop = ("HUMANGATE_", "SLACK_", "DISCORD_", "TEAMS_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)} | {
-        "HUMANGATE_REDIS_URL": redis_url,
-        "HUMANGATE_PUBLIC_URL": f"http://127.0.0.1:{port}",
-        "HUMANGATE_DATA_DIR": str(work_dir / "data"),
-        "HUMANGATE_ANONYMOUS_TIMEOUT": "900",
-        "PYTHONPATH": str(root),
-    }
-    log = work_dir / "gateway.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--worker"],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
+    env = gateway_env(redis_url, port, work_dir / "data", None) | {"PYTHONPATH": str(root)}
+    args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--worker"]
+    gateway = spawn_gateway(args, port, root, env, work_dir / "gateway.log")
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        async with httpx.AsyncClient(timeout=2) as http:
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"gateway exited early; log: {log}")
-                with contextlib.suppress(httpx.TransportError):
-                    if (await http.get(f"{url}/healthz")).status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"gateway did not start; log: {log}")
-                await asyncio.sleep(0.05)  # readiness polling of a child process, bounded
-        yield url
+        await wait_ready(gateway, str(root))
+        yield gateway.url
     finally:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        gateway.stop()
 
 
 async def probe_until(client: httpx.AsyncClient, url: str, done: asyncio.Event | float) -> list[float]:

@@ -15,11 +15,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -94,6 +94,27 @@ def exit_cleanly_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
+T = TypeVar("T")
+
+
+def measure(run: Coroutine[Any, Any, T]) -> T | None:
+    """Run a benchmark: SIGTERM unwinds it like Ctrl-C, the SDK's closing-stream noise is muted;
+    ``None`` (after saying why on stderr) when it could not measure."""
+    exit_cleanly_on_sigterm()
+    logging.getLogger("mcp.client.streamable_http").addFilter(SSE_NOISE)
+    try:
+        return asyncio.run(run)
+    except BenchError as exc:
+        note(f"benchmark failed: {exc}")
+        return None
+
+
+def print_header(command: str) -> None:
+    """The command and the machine's state, the first lines of every benchmark's table."""
+    out(f"command: {command}")
+    out(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 class BenchError(RuntimeError):
     """The benchmark could not take a measurement (the gateway misbehaved or timed out)."""
 
@@ -162,6 +183,37 @@ def gateway_env(redis_url: str, port: int, data_dir: Path, poll_interval: float 
     return env
 
 
+def spawn_gateway(args: list[str], port: int, cwd: Path, env: dict[str, str], log: Path) -> Gateway:
+    """Start ``args`` (a ``serve`` command on ``port``) in its own process group, output to ``log``;
+    the caller stops it."""
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Gateway(f"http://127.0.0.1:{port}", process, log)
+
+
+async def wait_ready(gateway: Gateway, name: str) -> None:
+    """Until ``/healthz`` answers 200; ``BenchError`` with the log's tail if it exits or is late."""
+    deadline = time.monotonic() + START_TIMEOUT
+    async with httpx.AsyncClient(timeout=2) as http:
+        while True:
+            if gateway.process.poll() is not None:
+                raise BenchError(f"gateway {name} exited early:\n{gateway.tail()}")
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get(f"{gateway.url}/healthz")).status_code == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise BenchError(f"gateway {name} did not start:\n{gateway.tail()}")
+            await asyncio.sleep(0.05)  # readiness polling of a child process, bounded
+
+
 @contextlib.asynccontextmanager
 async def running_gateway(
     redis_url: str, work_dir: Path, name: str, poll_interval: float | None = None, workers: int = 1
@@ -180,29 +232,10 @@ async def running_gateway(
         "--workers",
         str(workers),
     ]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            args,
-            cwd=ROOT,
-            env=gateway_env(redis_url, port, work_dir / f"data-{name}", poll_interval),
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    gateway = Gateway(f"http://127.0.0.1:{port}", process, log)
+    env = gateway_env(redis_url, port, work_dir / f"data-{name}", poll_interval)
+    gateway = spawn_gateway(args, port, ROOT, env, log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        async with httpx.AsyncClient(timeout=2) as http:
-            while True:
-                if process.poll() is not None:
-                    raise BenchError(f"gateway exited early:\n{gateway.tail()}")
-                with contextlib.suppress(httpx.TransportError):
-                    if (await http.get(f"{gateway.url}/healthz")).status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise BenchError(f"gateway did not start:\n{gateway.tail()}")
-                await asyncio.sleep(0.05)  # readiness polling of a child process, bounded
+        await wait_ready(gateway, name)
         yield gateway
     except BaseException:
         note(f"gateway {name} log tail:\n{gateway.tail()}")
