@@ -63,8 +63,12 @@ class HostCheck:
         if not path.startswith(CHECKED):
             await self.app(scope, receive, send)
             return
-        headers = {name: value.decode("latin-1") for name, value in scope["headers"]}
-        host, origin = headers.get(b"host", ""), headers.get(b"origin")
+        host, origin = "", None
+        for name, value in scope["headers"]:  # only the two it needs, not a dict of all of them
+            if name == b"host":
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value.decode("latin-1")
         if not matches(host, self.hosts):
             logger.warning("refused a request for host %r on %s", host[:100], path.split("/", 2)[1])
             await _refuse("host", "Host", host, 421)(scope, receive, send)
