@@ -18,6 +18,7 @@ import contextlib
 import enum
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,10 +41,10 @@ class TcpProxy:
         self.mode = Mode.PASS
         self._writers: set[asyncio.StreamWriter] = set()
         self._dead: set[asyncio.StreamWriter] = set()
+        self._sockets: set[socket.socket] = set()
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fault-proxy", daemon=True)
-        self._server: asyncio.Server | None = None
 
     @property
     def url(self) -> str:
@@ -91,39 +92,50 @@ class TcpProxy:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-
-        async def serve() -> None:
-            self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-            self._started.set()
-
-        self._loop.run_until_complete(serve())
+        listener = socket.create_server(("127.0.0.1", self.port))
+        listener.setblocking(False)
+        self._loop.add_reader(listener.fileno(), self._accept, listener)
+        self._started.set()
         try:
             self._loop.run_forever()
         finally:
-            assert self._server is not None
-            self._server.close()
+            self._loop.remove_reader(listener.fileno())
+            listener.close()
             pending = asyncio.all_tasks(self._loop)
             for task in pending:
                 task.cancel()
             self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._close_all()  # also what the cancelled tasks had just accepted or opened
+            self._close_all()  # also what the cancelled tasks had just opened
+            for conn in self._sockets:
+                conn.close()  # accepted, but its task was cancelled before it wrapped the socket
+            self._sockets.clear()
             self._loop.run_until_complete(asyncio.sleep(0))  # let the aborted transports close
             self._loop.close()
 
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # Tracked at once (not in the task, which may be cancelled before it runs when the proxy
-        # stops), so stopping closes every accepted connection.
-        self._writers.add(writer)
-        self._loop.create_task(self._client(reader, writer))
+    def _accept(self, listener: socket.socket) -> None:
+        # Accepted here, synchronously, rather than through asyncio.start_server or sock_accept: a
+        # task cancelled between accepting a connection and running drops the accepted socket
+        # unclosed. Every accepted socket is tracked from the start; stopping closes what is open.
+        self._sockets = {conn for conn in self._sockets if conn.fileno() != -1}
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            conn.setblocking(False)
+            self._sockets.add(conn)
+            self._loop.create_task(self._client(conn))
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _client(self, conn: socket.socket) -> None:
         if self.mode is Mode.REFUSE:
-            self._writers.discard(writer)
-            writer.transport.abort()
+            conn.close()
             return
+        reader, writer = await asyncio.open_connection(sock=conn)
+        self._writers.add(writer)
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         except OSError:
+            self._writers.discard(writer)
             writer.transport.abort()
             return
         self._writers.add(upstream_writer)
