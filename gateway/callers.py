@@ -16,7 +16,7 @@ from typing import Protocol
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.redis_client import store_operation
+from gateway.redis_client import store_operation, text
 from schemas.errors import AuthError, InvalidRequestError
 from schemas.settings import Settings
 
@@ -161,7 +161,7 @@ class KeyRing:
         rows = []
         for hashed, record in (await self.redis.hgetall(keys.API_KEYS)).items():
             data = json.loads(record)
-            fingerprint = hashed.decode() if isinstance(hashed, bytes) else hashed
+            fingerprint = text(hashed)
             rows.append(
                 {
                     "name": data["name"],

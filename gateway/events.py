@@ -26,7 +26,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis
+from gateway.redis_client import COMMAND_TIMEOUT, async_redis, text
 from gateway.store import HumanFunctionStore
 from schemas.models import Outcome, Status
 
@@ -98,8 +98,10 @@ def _id_tuple(stream_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+async def newest_event_id(redis: Redis) -> str:
+    """The id of the newest entry of the events stream, where a reader starts (``0-0`` when empty)."""
+    newest = await redis.xrevrange(keys.EVENTS, count=1)
+    return text(newest[0][0]) if newest else "0-0"
 
 
 class Events:
@@ -177,7 +179,7 @@ class Events:
         while True:
             try:
                 if self._position is None:
-                    self._position = await self._tail()
+                    self._position = await newest_event_id(self._redis)
                 if self._gap:
                     await self._catch_up()
                 self.reading.set()
@@ -190,7 +192,7 @@ class Events:
                 failures, self.available = 0, True
                 for _stream, entries in reply or []:
                     for entry_id, fields in entries:
-                        self._position = _text(entry_id)
+                        self._position = text(entry_id)
                         self._apply(fields)
                 if self._waiting and self._clock() - self._last_reconcile > RECONCILE_INTERVAL:
                     await self._reconcile()
@@ -218,11 +220,6 @@ class Events:
         except Exception as exc:  # closing a dead socket may fail; it is gone either way
             logger.debug("closing idle connections after an outage: %s", exc)
 
-    async def _tail(self) -> str:
-        """The id of the newest entry, where reading starts (``0-0`` for an empty stream)."""
-        newest = await self._redis.xrevrange(keys.EVENTS, count=1)
-        return _text(newest[0][0]) if newest else "0-0"
-
     async def _catch_up(self) -> None:
         """After a failure: resume from the stream if it still holds everything since the last entry
         read; otherwise re-read the state of every watched request."""
@@ -237,11 +234,11 @@ class Events:
         if info is None:
             complete, self._position = False, "0-0"
         else:
-            newest = _id_tuple(_text(info["last-generated-id"]))
+            newest = _id_tuple(text(info["last-generated-id"]))
             first = info.get("first-entry")
-            oldest = _id_tuple(_text(first[0])) if first else newest
+            oldest = _id_tuple(text(first[0])) if first else newest
             if newest < position:  # Redis lost entries we had read: start over from what it has.
-                complete, self._position = False, _text(info["last-generated-id"])
+                complete, self._position = False, text(info["last-generated-id"])
             else:
                 complete = oldest <= position or newest == position
         if not complete:
@@ -262,11 +259,11 @@ class Events:
                     self._settle(hf_id, outcome.encode())
 
     def _apply(self, fields: dict[bytes, bytes]) -> None:
-        hf_id = _text(fields.get(b"id", b""))
+        hf_id = text(fields.get(b"id", b""))
         if b"outcome" in fields:
             self._settle(hf_id, fields[b"outcome"])
         elif b"note" in fields:
-            note = _text(fields[b"note"]) or None
+            note = text(fields[b"note"]) or None
             for waiter in self._waiting.get(hf_id, ()):
                 waiter.note = note
         elif b"deadline" in fields:

@@ -38,7 +38,7 @@ from rq.timeouts import TimerDeathPenalty
 
 from gateway import redis_keys as keys
 from gateway.queue import QUEUE_PREFIX, JobRecorder, update_job_id
-from gateway.redis_client import is_unavailable
+from gateway.redis_client import is_unavailable, text
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class Maintenance:
         )
         queued = 0
         for raw_id, _score in rows:
-            hf_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+            hf_id = text(raw_id)
             doc, ended_at = self.connection.hmget(keys.human_function(hf_id), ["doc", "ended_at"])
             if doc is None or now - float(ended_at or now) > UNSYNCED_GIVE_UP:
                 self.connection.zrem(keys.UNSYNCED, hf_id)

@@ -116,6 +116,11 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, UNAVAILABLE_ERRORS)
 
 
+def text(value: object) -> str:
+    """A value read from Redis as text (replies are bytes unless a client decodes them)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def safe_url(url: str) -> str:
     """A Redis URL without its password, for messages and logs."""
     parts = urlsplit(url)

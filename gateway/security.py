@@ -1,8 +1,12 @@
-"""Security headers of the pages humangate serves (the web form, the inbox)."""
+"""Security headers of the pages humangate serves (the web form, the inbox), and those pages' responses."""
 
 from __future__ import annotations
 
 import secrets
+
+from starlette.responses import HTMLResponse
+
+from gateway.errors import RETRY_AFTER_SECONDS
 
 
 def new_nonce() -> str:
@@ -25,6 +29,14 @@ def page_headers(nonce: str, *, connect: bool = False) -> dict[str, str]:
         "base-uri 'none'"
     )
     return hardened_headers(csp)
+
+
+def page_response(html: str, nonce: str, status: int = 200, *, connect: bool = False) -> HTMLResponse:
+    """A page with ``page_headers``; a 503 also says when to try again (``Retry-After``)."""
+    headers = page_headers(nonce, connect=connect)
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return HTMLResponse(html, status_code=status, headers=headers)
 
 
 def hardened_headers(csp: str) -> dict[str, str]:

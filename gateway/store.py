@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from gateway import redis_keys as keys
 from gateway import store_scripts as scripts
 from gateway.queue import Command, flatten
-from gateway.redis_client import store_operation
+from gateway.redis_client import store_operation, text
 from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 
@@ -138,15 +138,15 @@ class HumanFunctionStore:
             ],
         )
         verdict, fields = result[0], result[1]
-        if _text(verdict) == "limited":
-            which = _text(fields)
+        if text(verdict) == "limited":
+            which = text(fields)
             limit = (
                 f"at most {limits.per_minute} new requests per minute"
                 if which == "rate"
                 else f"at most {limits.pending} pending requests"
             )
             raise RateLimitedError(which, limit, max(1, int(result[2])))
-        opened = Opened(_text(verdict))
+        opened = Opened(text(verdict))
         if opened is Opened.CREATED:
             return hf, opened
         return _load(_pairs(fields)), opened
@@ -164,7 +164,7 @@ class HumanFunctionStore:
         """The id of the request an identical call (same caller, channel, message, schema) would
         re-attach to, if any (the inline form app finds its request this way)."""
         hf_id = await self.redis.get(keys.attach(fingerprint))
-        return None if hf_id is None else _text(hf_id)
+        return None if hf_id is None else text(hf_id)
 
     @store_operation
     async def finish(
@@ -192,11 +192,11 @@ class HumanFunctionStore:
                 *flatten(update),
             ],
         )
-        verdict, detail = _text(result[0]), result[1]
+        verdict, detail = text(result[0]), result[1]
         if verdict == "missing":
             raise UnknownRequestError(f"no request with id {hf_id!r} (it may have expired)")
         if verdict != "ok":
-            raise closed_error(Outcome.model_validate_json(_text(detail)))
+            raise closed_error(Outcome.model_validate_json(text(detail)))
         return _load(_pairs(detail))
 
     @store_operation
@@ -213,7 +213,7 @@ class HumanFunctionStore:
                 keys.OWNED_PENDING_PREFIX,
             ],
         )
-        pairs = [(_text(i), _text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
+        pairs = [(text(i), text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
         return Reaped(int(due), int(expired), pairs)
 
     @store_operation
@@ -266,7 +266,7 @@ class HumanFunctionStore:
     @store_operation
     async def unsynced_before(self, when: float, limit: int = 100) -> list[tuple[str, str]]:
         """(id, channel) of ended functions whose message was still not updated at ``when``."""
-        ids = [_text(i) for i in await self.redis.zrangebyscore(keys.UNSYNCED, "-inf", when, 0, limit)]
+        ids = [text(i) for i in await self.redis.zrangebyscore(keys.UNSYNCED, "-inf", when, 0, limit)]
         found = []
         for hf_id in ids:
             try:
@@ -284,9 +284,9 @@ class HumanFunctionStore:
             rows = await pipe.execute()
         return {
             hf_id: (
-                None if status is None else Status(_text(status)),
-                None if outcome is None else _text(outcome),
-                None if note is None else _text(note),
+                None if status is None else Status(text(status)),
+                None if outcome is None else text(outcome),
+                None if note is None else text(note),
             )
             for hf_id, (status, outcome, note) in zip(hf_ids, rows, strict=True)
         }
@@ -297,7 +297,7 @@ class HumanFunctionStore:
         ids = await self.redis.zrange(keys.PENDING, 0, limit - 1)
         async with self.redis.pipeline(transaction=False) as pipe:
             for hf_id in ids:
-                pipe.hgetall(keys.human_function(_text(hf_id)))
+                pipe.hgetall(keys.human_function(text(hf_id)))
             rows = await pipe.execute()
         found = [_load(fields) for fields in rows if fields]
         return [hf for hf in found if hf.is_pending]
@@ -310,11 +310,7 @@ class HumanFunctionStore:
     @store_operation
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
-        return [_text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        return [text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]
 
 
 def _pairs(flat: list[Any]) -> dict[Any, Any]:
@@ -322,7 +318,7 @@ def _pairs(flat: list[Any]) -> dict[Any, Any]:
 
 
 def _load(fields: dict[Any, Any]) -> HumanFunction:
-    data = {_text(k): _text(v) for k, v in fields.items()}
+    data = {text(k): text(v) for k, v in fields.items()}
     doc: dict[str, Any] = json.loads(data["doc"])
     doc["status"] = data["status"]
     doc["deadline"] = float(data["deadline"])  # the hash's is current: a person starting extends it

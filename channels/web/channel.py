@@ -32,6 +32,8 @@ from schemas.settings import Settings
 __all__ = [
     "WebChannel",
     "parse_form",
+    "posted_fields",
+    "posted_reason",
     "render_page",
     "render_unavailable_page",
     "render_unknown_page",
@@ -146,15 +148,24 @@ def parse_form(hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         raise InvalidAnswerError({"": f"the form must say what to do: one of {choices}"})
     action = Action(actions[0])
     if action is Action.ACCEPT:
-        fields = {key[len(FIELD_PREFIX) :]: v for key, v in form.items() if key.startswith(FIELD_PREFIX)}
-        content = coerce_text_values(hf.request_schema, fields)
+        content = coerce_text_values(hf.request_schema, posted_fields(form))
         return Answer(action=action, content=content, by=ANSWERED_BY, via=WebChannel.name)
-    reason = "\n".join(form.get(REASON_FIELD, [])).strip()
+    reason = posted_reason(form).strip()
     if len(reason) > MAX_REASON_CHARS:
         raise InvalidAnswerError(
             {REASON_FIELD: f"must be at most {MAX_REASON_CHARS} characters (got {len(reason)})"}
         )
     return Answer(action=action, reason=reason or None, by=ANSWERED_BY, via=WebChannel.name)
+
+
+def posted_fields(form: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """The values a form post carries for the schema's properties (``f.<property>``), by property."""
+    return {key[len(FIELD_PREFIX) :]: v for key, v in form.items() if key.startswith(FIELD_PREFIX)}
+
+
+def posted_reason(form: Mapping[str, list[str]]) -> str:
+    """The reason box of a form post, as typed."""
+    return "\n".join(form.get(REASON_FIELD, []))
 
 
 def _texts(value: Any) -> list[str]:

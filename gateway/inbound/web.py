@@ -30,12 +30,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.base import RenderContext
 from channels.display import sentence_case
-from channels.web.channel import WebChannel, render_page, render_unavailable_page, render_unknown_page
+from channels.web.channel import (
+    WebChannel,
+    posted_fields,
+    posted_reason,
+    render_page,
+    render_unavailable_page,
+    render_unknown_page,
+)
 from channels.web.page import render_expired_page, render_notice_page, render_refused_link_page
-from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.links import form_url, parse_form_token
 from gateway.runtime import Runtime
-from gateway.security import new_nonce, page_headers
+from gateway.security import new_nonce, page_headers, page_response
 from schemas.errors import (
     ClosedError,
     ExpiredError,
@@ -66,16 +72,9 @@ def _runtime(request: Request) -> Runtime:
     return runtime
 
 
-def _page(html: str, nonce: str, status: int = 200) -> HTMLResponse:
-    headers = page_headers(nonce)
-    if status == 503:
-        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return HTMLResponse(html, status_code=status, headers=headers)
-
-
 def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
     logger.warning("form page unavailable channel=web: %s", exc)
-    return _page(render_unavailable_page(nonce, answering=answering), nonce, 503)
+    return page_response(render_unavailable_page(nonce, answering=answering), nonce, 503)
 
 
 def _context(runtime: Runtime, hf: HumanFunction) -> RenderContext:
@@ -94,18 +93,18 @@ async def _open(
     410, or 503 while the store cannot be reached)."""
     link = parse_form_token(token)
     if link is None:
-        return _page(render_unknown_page(nonce), nonce, 404)
+        return page_response(render_unknown_page(nonce), nonce, 404)
     try:
         hf = await runtime.store.get(link.hf_id)
     except UnknownRequestError:
-        return _page(render_unknown_page(nonce), nonce, 404)
+        return page_response(render_unknown_page(nonce), nonce, 404)
     except StoreUnavailableError as exc:
         return _unavailable(nonce, exc, answering=answering)
     if not link.opens(hf):
         logger.warning("refused a form link with a wrong secret hf=%s channel=web", hf.id)
-        return _page(render_refused_link_page(nonce), nonce, 403)
+        return page_response(render_refused_link_page(nonce), nonce, 403)
     if _expired(runtime, hf):
-        return _page(render_expired_page(hf, nonce), nonce, 410)
+        return page_response(render_expired_page(hf, nonce), nonce, 410)
     return hf
 
 
@@ -118,7 +117,7 @@ async def show_form(request: Request, token: str) -> Response:
         return hf
     hf = await runtime.service.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
-    return _page(render_page(hf, _context(runtime, hf), nonce=nonce, notice=notice), nonce)
+    return page_response(render_page(hf, _context(runtime, hf), nonce=nonce, notice=notice), nonce)
 
 
 @router.post("/f/{token}", include_in_schema=False)
@@ -136,7 +135,7 @@ async def submit_form(request: Request, token: str) -> Response:
             "This answer was not accepted.",
             "It was sent from another site. Open the form from its link and answer there.",
         )
-        return _page(html, nonce, 403)
+        return page_response(html, nonce, 403)
     hf = await _open(runtime, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
@@ -148,33 +147,36 @@ async def submit_form(request: Request, token: str) -> Response:
         await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
         html = render_page(
-            hf, ctx, nonce=nonce, values=_fields(values), errors=exc.errors, reason=_reason(values)
+            hf,
+            ctx,
+            nonce=nonce,
+            values=posted_fields(values),
+            errors=exc.errors,
+            reason=posted_reason(values),
         )
-        return _page(html, nonce, 422)
+        return page_response(html, nonce, 422)
     except StoreUnavailableError as exc:
         logger.warning("form answer not saved hf=%s channel=web: %s", hf.id, exc)
         html = render_page(
-            hf, ctx, nonce=nonce, values=_fields(values), reason=_reason(values), notice=NOT_SAVED_NOTICE
+            hf,
+            ctx,
+            nonce=nonce,
+            values=posted_fields(values),
+            reason=posted_reason(values),
+            notice=NOT_SAVED_NOTICE,
         )
-        return _page(html, nonce, 503)
+        return page_response(html, nonce, 503)
     except ExpiredError:
-        return _page(render_expired_page(hf, nonce), nonce, 410)
+        return page_response(render_expired_page(hf, nonce), nonce, 410)
     except ClosedError as exc:
         try:
             hf = await runtime.store.get(hf.id)
         except StoreUnavailableError as unavailable:
             return _unavailable(nonce, unavailable, answering=True)
-        return _page(
-            render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))), nonce, 409
+        return page_response(
+            render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))),
+            nonce,
+            409,
         )
     logger.info("web form answered hf=%s channel=web", hf.id)
     return RedirectResponse(f"/f/{token}?done=1", status_code=303, headers=page_headers(nonce))
-
-
-def _fields(values: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The form's field values as posted, to show them again."""
-    return {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
-
-
-def _reason(values: dict[str, list[str]]) -> str:
-    return "\n".join(values.get("hg-reason", []))

@@ -26,8 +26,9 @@ from redis.asyncio import Redis
 from channels.display import AGENT_VIA
 from channels.web.inbox import item_of
 from gateway import redis_keys as keys
+from gateway.events import newest_event_id
 from gateway.inbox.sessions import OperatorSessions, Session
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable
+from gateway.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable, text
 from gateway.store import HumanFunctionStore
 from schemas.errors import StoreUnavailableError, UnknownRequestError
 from schemas.models import Outcome, Status
@@ -92,10 +93,6 @@ def ended_text(outcome: Outcome) -> str:
     return f"{verb} by {outcome.by}" if outcome.by and outcome.status is not Status.EXPIRED else verb
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 async def snapshot(store: HumanFunctionStore, now: float) -> str:
     """The pending list as one ``snapshot`` event."""
     items = [item_of(hf).data() for hf in await store.pending(LIST_LIMIT)]
@@ -104,7 +101,7 @@ async def snapshot(store: HumanFunctionStore, now: float) -> str:
 
 async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes]) -> str | None:
     """The inbox's event for one entry of the events stream (``None``: nothing to show)."""
-    hf_id = _text(fields.get(b"id", b""))
+    hf_id = text(fields.get(b"id", b""))
     if b"created" in fields:
         try:
             hf = await store.get(hf_id)
@@ -132,8 +129,7 @@ async def live_updates(
     started = last_check = time.monotonic()
     try:
         yield f"retry: {RECONNECT_MS}\n\n"
-        newest = await reader.xrevrange(keys.EVENTS, count=1)
-        position = _text(newest[0][0]) if newest else "0-0"
+        position = await newest_event_id(reader)
         yield await snapshot(store, clock())
         while time.monotonic() - started < STREAM_LIFETIME:
             reply: Any = await reader.xread(
@@ -141,7 +137,7 @@ async def live_updates(
             )
             for _stream, entries in reply or []:
                 for entry_id, fields in entries:
-                    position = _text(entry_id)
+                    position = text(entry_id)
                     event = await _event(store, fields)
                     if event is not None:
                         yield event

@@ -28,7 +28,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from channels.display import sentence_case
-from channels.web.channel import parse_form, verify_same_origin
+from channels.web.channel import parse_form, posted_fields, posted_reason, verify_same_origin
 from channels.web.inbox import INBOX_VIA, answered_by, item_of, render_inbox, render_sign_in
 from channels.web.page import render_notice_page, render_unavailable_page
 from gateway.errors import RETRY_AFTER_SECONDS
@@ -36,7 +36,7 @@ from gateway.inbound.web import MAX_FORM_FIELDS
 from gateway.inbox.feed import LIST_LIMIT, MAX_STREAMS_PER_PROCESS, STREAMS, live_updates
 from gateway.inbox.sessions import COOKIE, COOKIE_PATH, SESSION_SECONDS, OperatorSessions, Session
 from gateway.runtime import Runtime
-from gateway.security import new_nonce, page_headers
+from gateway.security import new_nonce, page_headers, page_response
 from schemas.errors import (
     ClosedError,
     ExpiredError,
@@ -72,10 +72,7 @@ def _sessions(runtime: Runtime) -> OperatorSessions:
 
 
 def _page(html: str, nonce: str, status: int = 200) -> HTMLResponse:
-    headers = page_headers(nonce, connect=True)
-    if status == 503:
-        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return HTMLResponse(html, status_code=status, headers=headers)
+    return page_response(html, nonce, status, connect=True)
 
 
 def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
@@ -91,12 +88,12 @@ async def _session(request: Request) -> Session | None:
     return await _sessions(_runtime(request)).load(request.cookies.get(COOKIE))
 
 
-def _cross_site(request: Request) -> str | None:
-    """Why a POST must be refused as sent by another site, or ``None``."""
+def _cross_site(request: Request, nonce: str) -> HTMLResponse | None:
+    """The refusal of a POST another site made a browser send, or ``None`` for our own pages' posts."""
     try:
         verify_same_origin({name.lower(): value for name, value in request.headers.items()})
     except SignatureError as exc:
-        return str(exc)
+        return _refused(nonce, str(exc))
     return None
 
 
@@ -151,9 +148,8 @@ async def show_inbox(request: Request) -> Response:
 @router.post("/inbox/sign-in", include_in_schema=False)
 async def sign_in(request: Request) -> Response:
     nonce = new_nonce()
-    why = _cross_site(request)
-    if why is not None:
-        return _refused(nonce, why)
+    if (refused := _cross_site(request, nonce)) is not None:
+        return refused
     form = await request.form(max_files=0, max_fields=4)
     key = str(form.get("key") or "")
     runtime = _runtime(request)
@@ -181,9 +177,8 @@ async def sign_in(request: Request) -> Response:
 @router.post("/inbox/sign-out", include_in_schema=False)
 async def sign_out(request: Request) -> Response:
     nonce = new_nonce()
-    why = _cross_site(request)
-    if why is not None:
-        return _refused(nonce, why)
+    if (refused := _cross_site(request, nonce)) is not None:
+        return refused
     try:
         session = await _session(request)
         form = await request.form(max_files=0, max_fields=4)
@@ -253,9 +248,8 @@ async def show_request(request: Request, hf_id: str) -> Response:
 @router.post("/inbox/{hf_id}", include_in_schema=False)
 async def answer_request(request: Request, hf_id: str) -> Response:
     nonce = new_nonce()
-    why = _cross_site(request)
-    if why is not None:
-        return _refused(nonce, why)
+    if (refused := _cross_site(request, nonce)) is not None:
+        return refused
     try:
         return await _answer(request, hf_id, nonce)
     except StoreUnavailableError as exc:
@@ -281,10 +275,15 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
         answer = answer.model_copy(update={"by": answered_by(session.operator), "via": INBOX_VIA})
         await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
-        fields = {key.removeprefix("f."): v for key, v in values.items() if key.startswith("f.")}
-        reason = "\n".join(values.get("hg-reason", []))
         return await _inbox_page(
-            request, session, nonce, hf, status=422, values=fields, errors=exc.errors, reason=reason
+            request,
+            session,
+            nonce,
+            hf,
+            status=422,
+            values=posted_fields(values),
+            errors=exc.errors,
+            reason=posted_reason(values),
         )
     except ExpiredError:
         ended = hf.model_copy(update={"status": Status.EXPIRED})

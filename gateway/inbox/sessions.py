@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
 from gateway.callers import KeyRing, digest
-from gateway.redis_client import store_operation
+from gateway.redis_client import store_operation, text
 
 logger = logging.getLogger(__name__)
 
@@ -68,10 +68,6 @@ class Session:
         return token is not None and hmac.compare_digest(self.csrf.encode(), token.encode())
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _cookie_digest(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
 
@@ -93,11 +89,19 @@ class OperatorSessions:
             return None
         cookie = secrets.token_urlsafe(32)
         session = Session(operator, key_digest, secrets.token_urlsafe(32), _cookie_digest(cookie))
-        await self.redis.hset(
-            keys.inbox_session(session.cookie_digest),
-            mapping={"operator": operator, "key": key_digest, "csrf": session.csrf, "created": time.time()},
-        )
-        await self.redis.expire(keys.inbox_session(session.cookie_digest), SESSION_SECONDS)
+        record = keys.inbox_session(session.cookie_digest)
+        async with self.redis.pipeline(transaction=True) as pipe:  # never a session without its TTL
+            pipe.hset(
+                record,
+                mapping={
+                    "operator": operator,
+                    "key": key_digest,
+                    "csrf": session.csrf,
+                    "created": time.time(),
+                },
+            )
+            pipe.expire(record, SESSION_SECONDS)
+            await pipe.execute()
         logger.info("operator %s signed in to the inbox", operator)
         return cookie, session
 
@@ -110,7 +114,7 @@ class OperatorSessions:
         fields = await self.redis.hgetall(keys.inbox_session(cookie_digest))
         if not fields:
             return None
-        data = {_text(k): _text(v) for k, v in fields.items()}
+        data = {text(k): text(v) for k, v in fields.items()}
         session = Session(data["operator"], data["key"], data["csrf"], cookie_digest)
         return session if await self.still_valid(session) else None
 

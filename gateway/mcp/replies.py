@@ -22,7 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis, store_operation
+from gateway.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
 from schemas.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -90,8 +90,8 @@ class ReplyRouter:
     async def elsewhere(self, session_id: str) -> str | None:
         """The inbox of the other process waiting for replies on ``session_id``, if one is."""
         raw = await self._redis.get(keys.mcp_asking(session_id))
-        inbox = raw.decode() if isinstance(raw, bytes) else raw
-        return None if inbox is None or inbox == self.inbox else str(inbox)
+        inbox = None if raw is None else text(raw)
+        return None if inbox is None or inbox == self.inbox else inbox
 
     @store_operation
     async def carry(self, inbox: str, session_id: str, body: bytes, headers: dict[str, str]) -> None:

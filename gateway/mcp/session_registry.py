@@ -11,7 +11,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.redis_client import store_operation
+from gateway.redis_client import store_operation, text
 
 SESSION_TTL = 1800
 """Seconds a session's record outlives its last request (the SDK's own idle timeout)."""
@@ -70,7 +70,7 @@ class SessionRegistry:
         )
         if owner is None or version is None or params is None:
             return None
-        return SessionRecord(_text(owner), _text(version), json.loads(params))
+        return SessionRecord(text(owner), text(version), json.loads(params))
 
     @store_operation
     async def touch(self, session_id: str, owner: str) -> None:
@@ -87,7 +87,3 @@ class SessionRegistry:
             pipe.delete(keys.mcp_session(session_id))
             pipe.zrem(keys.mcp_sessions_of(owner), session_id)
             await pipe.execute()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
-from gateway.redis_client import store_operation
+from gateway.redis_client import store_operation, text
 from schemas.errors import UnknownRequestError
 from schemas.models import HumanFunction
 
@@ -37,10 +36,6 @@ def _key(task_id: str) -> str:
     if not hf_id or not dot or not secret or len(task_id) > MAX_TASK_ID_LENGTH:
         raise UnknownRequestError("Task not found")
     return keys.task(hf_id, hashlib.sha256(task_id.encode()).hexdigest()[:32])
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +87,7 @@ class TaskStore:
     @store_operation
     async def get(self, task_id: str) -> TaskRecord:
         """The task ``task_id``; ``UnknownRequestError`` if there is none (or it expired away)."""
-        data = {_text(k): _text(v) for k, v in (await self.redis.hgetall(_key(task_id))).items()}
+        data = {text(k): text(v) for k, v in (await self.redis.hgetall(_key(task_id))).items()}
         if not data:
             raise UnknownRequestError("Task not found")
         return TaskRecord(
