@@ -11,7 +11,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
@@ -43,8 +43,6 @@ class Caller:
     authenticated: bool
     address: str = ""
     """The client's address (after trusted proxies), which tells anonymous callers apart."""
-    operator: bool = False
-    """The key was created with ``--operator``: it may also sign in to the inbox (SPEC §10)."""
 
     @property
     def identity(self) -> str:
@@ -126,13 +124,10 @@ class KeyRing:
         name = self._env.get(hashed)
         if name is not None:
             return Caller(name, authenticated=True, address=address)
-        stored = await self.redis.hget(keys.API_KEYS, hashed)
-        if stored is None:
+        record = await self._stored(hashed)
+        if record is None:
             raise AuthError("invalid API key")
-        record = json.loads(stored)
-        return Caller(
-            record["name"], authenticated=True, address=address, operator=record.get("operator") is True
-        )
+        return Caller(str(record["name"]), authenticated=True, address=address)
 
     async def create(self, name: str, *, operator: bool = False) -> str:
         """Make a new key for ``name`` (an operator key with ``operator``); the key itself is
@@ -150,11 +145,13 @@ class KeyRing:
     async def operator_name(self, key_digest: str) -> str | None:
         """The name of the stored operator key with this digest; ``None`` if there is none (never
         was, revoked, or not an operator key). Environment keys are never operator keys."""
+        record = await self._stored(key_digest)
+        return str(record["name"]) if record is not None and record.get("operator") is True else None
+
+    async def _stored(self, key_digest: str) -> dict[str, Any] | None:
+        """The record of the stored key with this digest (name, created, operator), if there is one."""
         stored = await self.redis.hget(keys.API_KEYS, key_digest)
-        if stored is None:
-            return None
-        record = json.loads(stored)
-        return str(record["name"]) if record.get("operator") is True else None
+        return None if stored is None else dict(json.loads(stored))
 
     async def list(self) -> list[dict[str, object]]:
         """Stored keys as {name, created, fingerprint, operator} (never the key), oldest first."""

@@ -156,7 +156,7 @@ class HumanFunctionService:
         content = None
         if answer.action is Action.ACCEPT:
             content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
-            check_other_fields(hf.request_schema, hf.other_fields, content)
+            check_other_fields(hf.other_fields, content)
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,

@@ -303,11 +303,6 @@ class HumanFunctionStore:
         return [hf for hf in found if hf.is_pending]
 
     @store_operation
-    async def pending_count(self) -> int:
-        """How many Human Functions are pending right now."""
-        return int(await self.redis.zcard(keys.PENDING))
-
-    @store_operation
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
         return [text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]

@@ -41,9 +41,7 @@ def chose_other(value: object) -> bool:
     return value == OTHER or (isinstance(value, list) and OTHER in value)
 
 
-def check_other_fields(
-    schema: Mapping[str, Any], pairs: Mapping[str, str], content: Mapping[str, Any]
-) -> None:
+def check_other_fields(pairs: Mapping[str, str], content: Mapping[str, Any]) -> None:
     """Raise ``InvalidAnswerError`` naming the text of each pair where Other was chosen without
     words, or words were written without choosing Other. ``content`` has passed ``validate_answer``."""
     errors: dict[str, str] = {}

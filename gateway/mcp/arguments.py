@@ -42,10 +42,17 @@ class Arguments:
             self.add(path, f"unknown {what}: {', '.join(extra)}")
 
     def text(
-        self, path: str, value: object, *, required: bool = True, max_chars: int | None = None
+        self,
+        path: str,
+        value: object,
+        *,
+        required: bool = True,
+        max_chars: int | None = None,
+        max_bytes: int | None = None,
     ) -> str | None:
-        """``value`` if it is a string (non-blank when ``required``) within ``max_chars``; else
-        ``None``, with the violation recorded (``None`` without one when an optional one is absent)."""
+        """``value`` if it is a string (non-blank when ``required``) within ``max_chars`` and
+        ``max_bytes`` (UTF-8); else ``None``, with the violation recorded (``None`` without one when
+        an optional one is absent)."""
         if value is None:
             if required:
                 self.add(path, "is required")
@@ -61,6 +68,9 @@ class Arguments:
             return None
         if max_chars is not None and len(value) > max_chars:
             self.add(path, f"must be at most {max_chars} characters (got {len(value)})")
+            return None
+        if max_bytes is not None and len(value.encode()) > max_bytes:
+            self.add(path, f"must be at most {max_bytes} bytes")
             return None
         return value
 

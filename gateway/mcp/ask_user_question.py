@@ -23,10 +23,10 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp.arguments import Arguments, object_or_none
-from gateway.mcp.asking import Call, Question
+from gateway.mcp.asking import Question
 from gateway.mcp.elicit import channel_argument
 from gateway.mcp.texts import outcome_result, text_result
-from schemas.errors import HumangateError, InvalidSchemaError
+from schemas.errors import InvalidSchemaError
 from schemas.flat import SchemaLimits, check_flat_schema, options_of
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.other_fields import OTHER, OTHER_TITLE, chose_other, typed_text
@@ -207,14 +207,6 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
         arguments.add("questions", f"do not fit in one form ({'; '.join(str(v) for v in exc.violations)})")
     arguments.raise_any()
     return Question(channel, message, schema, other_fields=others)
-
-
-async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
-    """The question the arguments ask, or the error naming what is wrong with them."""
-    try:
-        return parse_arguments(arguments, call.runtime.settings)
-    except HumangateError as exc:
-        return text_result(str(exc), error=True)
 
 
 def answers_of(hf: HumanFunction, content: Mapping[str, Any]) -> dict[str, str]:

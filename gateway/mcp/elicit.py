@@ -8,10 +8,9 @@ import mcp_types as types
 
 from channels.registry import default_channel
 from gateway.mcp.app import FORM_URI
-from gateway.mcp.asking import Call, Question
-from gateway.mcp.texts import text_result
+from gateway.mcp.asking import Question
 from gateway.service import check_request
-from schemas.errors import HumangateError, InvalidRequestError
+from schemas.errors import InvalidRequestError
 from schemas.settings import CHANNEL_NAMES, Settings
 
 NAME = "elicit"
@@ -64,10 +63,7 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str
     return message, schema, channel
 
 
-async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
-    """The question the arguments ask, or the error naming what is wrong with them."""
-    try:
-        message, schema, channel = parse_arguments(arguments, call.runtime.settings)
-    except HumangateError as exc:
-        return text_result(str(exc), error=True)
+def question_of(raw: dict[str, Any] | None, settings: Settings) -> Question:
+    """The question a call asks (``parse_arguments``'s errors)."""
+    message, schema, channel = parse_arguments(raw, settings)
     return Question(channel, message, schema)

@@ -16,10 +16,9 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Call, Question
+from gateway.mcp.asking import Question
 from gateway.mcp.elicit import channel_argument
 from gateway.mcp.texts import outcome_result, text_result
-from schemas.errors import HumangateError
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.results import structured_result
 from schemas.settings import CHANNEL_NAMES, Settings
@@ -67,21 +66,11 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     args = raw or {}
     arguments = Arguments()
     arguments.unknown("", args, ("prompt", "uiType"))
-    prompt = arguments.text("prompt", args.get("prompt"))
-    if prompt is not None and len(prompt.encode()) > settings.max_message_bytes:
-        arguments.add("prompt", f"must be at most {settings.max_message_bytes} bytes")
+    prompt = arguments.text("prompt", args.get("prompt"), max_bytes=settings.max_message_bytes)
     arguments.raise_any()
     assert prompt is not None
     channel = channel_argument(args, settings)
     return Question(channel, prompt, reply_schema(), idle_timeout=settings.idle_timeout)
-
-
-async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
-    """The question the arguments ask, or the error naming what is wrong with them."""
-    try:
-        return parse_arguments(arguments, call.runtime.settings)
-    except HumangateError as exc:
-        return text_result(str(exc), error=True)
 
 
 def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:

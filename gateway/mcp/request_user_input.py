@@ -21,10 +21,8 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Call, Question
+from gateway.mcp.asking import Question
 from gateway.mcp.elicit import channel_argument
-from gateway.mcp.texts import text_result
-from schemas.errors import HumangateError
 from schemas.settings import CHANNEL_NAMES, Settings
 
 NAME = "request_user_input"
@@ -130,9 +128,7 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     args = raw or {}
     arguments = Arguments()
     arguments.unknown("", args, ("message", "type", "options", "defaultValue", "timeout", "uiType"))
-    message = arguments.text("message", args.get("message"))
-    if message is not None and len(message.encode()) > settings.max_message_bytes:
-        arguments.add("message", f"must be at most {settings.max_message_bytes} bytes")
+    message = arguments.text("message", args.get("message"), max_bytes=settings.max_message_bytes)
     kind = args.get("type")
     if kind is None:
         arguments.add("type", "is required")
@@ -146,11 +142,3 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     assert message is not None and isinstance(kind, str)
     channel = channel_argument(args, settings)
     return Question(channel, message, response_schema(kind, options, default), timeout=timeout)
-
-
-async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
-    """The question the arguments ask, or the error naming what is wrong with them."""
-    try:
-        return parse_arguments(arguments, call.runtime.settings)
-    except HumangateError as exc:
-        return text_result(str(exc), error=True)

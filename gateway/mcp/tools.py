@@ -10,11 +10,29 @@ import mcp_types as types
 
 from gateway.mcp import answering, ask_user_question, elicit, request_human_input, request_user_input
 from gateway.mcp.asking import Call, Question, ResultOf
-from gateway.mcp.texts import outcome_result
+from gateway.mcp.texts import outcome_result, text_result
+from schemas.errors import HumangateError
+from schemas.settings import Settings
 
 Prepare = Callable[[Call, dict[str, Any] | None], Awaitable[Question | types.CallToolResult]]
 """Turns a call's arguments into the question to ask, or into the call's result right away (invalid
 arguments, or a tool that asks nobody)."""
+
+Parse = Callable[[dict[str, Any] | None, Settings], Question]
+"""Turns a call's arguments into its question; raises ``HumangateError`` naming what is wrong."""
+
+
+def asking(parse: Parse) -> Prepare:
+    """The ``Prepare`` of a tool that asks what ``parse`` reads from its arguments: invalid arguments
+    are the call's error result."""
+
+    async def prepare(call: Call, arguments: dict[str, Any] | None) -> Question | types.CallToolResult:
+        try:
+            return parse(arguments, call.runtime.settings)
+        except HumangateError as exc:
+            return text_result(str(exc), error=True)
+
+    return prepare
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +51,14 @@ class ToolEntry:
 
 
 TOOLS: dict[str, ToolEntry] = {
-    elicit.NAME: ToolEntry(elicit.TOOL, elicit.prepare),
+    elicit.NAME: ToolEntry(elicit.TOOL, asking(elicit.question_of)),
     ask_user_question.NAME: ToolEntry(
-        ask_user_question.TOOL, ask_user_question.prepare, ask_user_question.result_of
+        ask_user_question.TOOL, asking(ask_user_question.parse_arguments), ask_user_question.result_of
     ),
     request_human_input.NAME: ToolEntry(
-        request_human_input.TOOL, request_human_input.prepare, request_human_input.result_of
+        request_human_input.TOOL, asking(request_human_input.parse_arguments), request_human_input.result_of
     ),
-    request_user_input.NAME: ToolEntry(request_user_input.TOOL, request_user_input.prepare),
+    request_user_input.NAME: ToolEntry(request_user_input.TOOL, asking(request_user_input.parse_arguments)),
     answering.NAME: ToolEntry(answering.TOOL, answering.answer_request),
 }
 """Every tool by name, in the order ``tools/list`` shows them."""
