@@ -32,7 +32,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -62,11 +61,13 @@ from tests.bench.harness import (
     BenchError,
     Gateway,
     gateway_env,
+    kill_group,
     measure,
     note,
     out,
     percentile,
     print_header,
+    spawn,
     spawn_gateway,
     wait_ready,
 )
@@ -105,10 +106,7 @@ CHILDREN: list[subprocess.Popen[bytes]] = []
 
 def kill_children() -> None:
     for process in CHILDREN:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill_group(process)
 
 
 @dataclass
@@ -201,10 +199,7 @@ class Worker:
 
     def kill(self) -> None:
         """SIGKILL the whole process group, as an OOM killer would."""
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        kill_group(self.process)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -216,16 +211,7 @@ async def start_worker(
     """A Slack worker, once it says it listens on its queues; killed when ``stack`` closes."""
     log = run.work_dir / f"worker-{name}.log"
     env = clean_env() | {"HUMANGATE_REDIS_URL": redis_url} | slack.env()
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway.cli", "worker", "--channels", "slack"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = spawn([sys.executable, "-m", "gateway.cli", "worker", "--channels", "slack"], ROOT, log, env)
     CHILDREN.append(process)
     worker = Worker(process, log)
     stack.callback(worker.kill)

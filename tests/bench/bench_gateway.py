@@ -27,7 +27,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,6 +62,7 @@ from tests.bench.harness import (
     print_header,
     rss_now,
     running_gateway,
+    spawn,
     until,
     warm_up,
 )
@@ -298,14 +298,8 @@ async def rate(count: int, concurrency: int, one: Callable[[int], Awaitable[None
 @contextlib.asynccontextmanager
 async def noop_server(work_dir: Path) -> AsyncIterator[str]:
     port = free_port()
-    with (work_dir / "noop.log").open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("noop_server.py")), str(port)],
-            cwd=ROOT,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    script = Path(__file__).with_name("noop_server.py")
+    process = spawn([sys.executable, str(script), str(port)], ROOT, work_dir / "noop.log")
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(timeout=2) as http:

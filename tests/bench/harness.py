@@ -157,9 +157,7 @@ class Gateway:
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+                kill_group(self.process)
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -183,11 +181,13 @@ def gateway_env(redis_url: str, port: int, data_dir: Path, poll_interval: float 
     return env
 
 
-def spawn_gateway(args: list[str], port: int, cwd: Path, env: dict[str, str], log: Path) -> Gateway:
-    """Start ``args`` (a ``serve`` command on ``port``) in its own process group, output to ``log``;
-    the caller stops it."""
+def spawn(
+    args: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``args`` in a process group of its own (it and its children are stopped together),
+    output to ``log``; the caller stops it."""
     with log.open("wb") as sink:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             args,
             cwd=cwd,
             env=env,
@@ -196,7 +196,19 @@ def spawn_gateway(args: list[str], port: int, cwd: Path, env: dict[str, str], lo
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return Gateway(f"http://127.0.0.1:{port}", process, log)
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group of ``process`` (as an OOM killer would) and reap it."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def spawn_gateway(args: list[str], port: int, cwd: Path, env: dict[str, str], log: Path) -> Gateway:
+    """Start ``args`` (a ``serve`` command on ``port``) with ``spawn``; the caller stops it."""
+    return Gateway(f"http://127.0.0.1:{port}", spawn(args, cwd, log, env), log)
 
 
 async def wait_ready(gateway: Gateway, name: str) -> None:
