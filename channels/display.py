@@ -32,6 +32,9 @@ NO_ANSWER = "No answer"
 ELLIPSIS = "\u2026"
 """Ends a text cut to a platform's limit."""
 
+MULTILINE_FROM = 200
+"""A text field allowing more characters than this (or any number) is multi-line on every channel."""
+
 
 def clip(text: str, limit: int) -> str:
     """``text`` if it fits in ``limit`` characters, else cut there, ending in an ellipsis."""
@@ -51,6 +54,17 @@ def time_text(epoch: float) -> str:
 def iso_time(epoch: float) -> str:
     """A moment for machines: RFC 3339 in UTC, whole seconds (``2026-11-22T10:30:05Z``)."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_multiline(prop: Mapping[str, Any]) -> bool:
+    """Whether a text property gets a multi-line box: plain text (no format, no pattern, which make
+    it one address, code or word) that may hold more than ``MULTILINE_FROM`` characters."""
+    if prop.get("format") is not None or "pattern" in prop:
+        return False
+    longest = prop.get("maxLength")
+    if isinstance(longest, bool) or not isinstance(longest, int):
+        return True
+    return longest > MULTILINE_FROM
 
 
 def field_label(name: str, prop: Mapping[str, Any]) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from channels.display import clip, field_label, number_text, range_text, sentence_case
+from channels.display import clip, field_label, is_multiline, number_text, range_text, sentence_case
 from channels.slack.text import plain
 from schemas.flat import Option, kind_of, options_of
 
@@ -40,9 +40,6 @@ MAX_OPTION_TEXT = 75
 """Slack's limit of an option's text."""
 MAX_TEXT_INPUT = 3000
 """Slack's limit of a ``plain_text_input``'s length."""
-MULTILINE_FROM = 200
-"""A text field that allows more characters than this (or has no limit) gets a multi-line input,
-unless a pattern says it is one code or word."""
 MAX_LABEL = 2000
 """Slack's limit of an input's label and hint."""
 
@@ -138,7 +135,7 @@ def _text_element(prop: Mapping[str, Any]) -> dict[str, Any]:
         return _with({"type": "datetimepicker"}, "initial_date_time", _epoch(default))
     maximum = min(int(prop.get("maxLength", MAX_TEXT_INPUT)), MAX_TEXT_INPUT)
     element: dict[str, Any] = {"type": "plain_text_input", "max_length": maximum}
-    if maximum > MULTILINE_FROM and "pattern" not in prop:
+    if is_multiline(prop):
         element["multiline"] = True
     if prop.get("minLength"):
         element["min_length"] = int(prop["minLength"])

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from channels.display import clip, field_label
+from channels.display import clip, field_label, is_multiline
 from channels.teams.text import UTC_NOTE, hint_text, plain_text, required_words
 from schemas.flat import is_required, kind_of, options_of
 
@@ -33,8 +33,6 @@ EXPANDED_MAX_OPTIONS = 5
 """A single-select with more options is a drop-down, as on the web form."""
 EXPANDED_MAX_CHOICES = 10
 """A multi-select with more options is a multi-select drop-down."""
-MULTILINE_FROM = 200
-"""A text field allowing more characters than this (or no limit) is multi-line, unless it has a pattern."""
 MAX_LABEL = 300
 """Characters of a label or an option title."""
 
@@ -154,8 +152,7 @@ def _text(prop: Mapping[str, Any], value: Any) -> dict[str, Any]:
         element["placeholder"] = "name@example.com" if fmt == "email" else "https://example.com/page"
     if "maxLength" in prop:
         element["maxLength"] = prop["maxLength"]
-    longest = prop.get("maxLength")
-    if fmt is None and "pattern" not in prop and (longest is None or longest > MULTILINE_FROM):
+    if is_multiline(prop):
         element["isMultiline"] = True
     regex = card_regex(prop)
     if regex:

@@ -30,6 +30,7 @@ from channels.display import (
     answered_values,
     field_label,
     finite_number,
+    is_multiline,
     iso_time,
     number_text,
     range_text,
@@ -41,10 +42,6 @@ from schemas.models import HumanFunction, Status
 
 MAX_RADIO_OPTIONS = 5
 """A single-select with at most this many options shows radio buttons; more show a ``<select>``."""
-
-MULTILINE_FROM = 200
-"""A plain text field that may hold more than this many characters (or any number) is a
-``<textarea>``, as Slack's and Teams' inputs are multi-line past the same length."""
 
 MAX_REASON_CHARS = 2000
 """Longest decline/cancel reason a person may type (the textarea's ``maxlength`` too)."""
@@ -378,8 +375,7 @@ def _text(f: FormField, prop: Mapping[str, Any], posted: list[str] | None, defau
     if isinstance(fmt, str) and fmt in _FORMAT_HINTS:
         f.hints.append(_FORMAT_HINTS[fmt])
     low, high = _positive(prop.get("minLength")), prop.get("maxLength")
-    longest = high if isinstance(high, int) and not isinstance(high, bool) else None
-    if fmt is None and "pattern" not in prop and (longest is None or longest > MULTILINE_FROM):
+    if is_multiline(prop):
         f.widget = "textarea"
     if low is not None:
         f.attrs["minlength"] = str(low)

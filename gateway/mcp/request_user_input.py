@@ -20,6 +20,7 @@ from typing import Any
 
 import mcp_types as types
 
+from channels.display import MULTILINE_FROM
 from gateway.mcp.arguments import Arguments
 from gateway.mcp.asking import Question
 from gateway.mcp.elicit import channel_argument
@@ -33,9 +34,8 @@ TYPES = ("text", "multiline", "choice", "confirm")
 RESPONSE = "response"
 """The one property of the schema."""
 
-TEXT_MAX_LENGTH = 200
-"""Longest ``text`` answer: at most this many characters is a one-line box on every channel that has
-one (Slack, Teams and the web form show longer texts as multi-line boxes)."""
+TEXT_MAX_LENGTH = MULTILINE_FROM
+"""Longest ``text`` answer: the most a one-line box holds on every channel (``channels.display``)."""
 
 _BOOLEAN_WORDS = {"true": True, "yes": True, "false": False, "no": False}
 
