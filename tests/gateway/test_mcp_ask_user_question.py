@@ -14,6 +14,7 @@ from channels.registry import CHANNELS
 from channels.slack.blocks import layout_of
 from channels.slack.modal import form_view
 from gateway.mcp.ask_user_question import answers_of, parse_arguments
+from gateway.mcp.asking import Question
 from schemas.errors import InvalidRequestError
 from schemas.models import HumanFunction
 from schemas.other_fields import OTHER, OTHER_WITHOUT_TEXT, TEXT_WITHOUT_OTHER
@@ -44,6 +45,21 @@ SECTIONS: dict[str, Any] = {
     "multiSelect": True,
 }
 SETTINGS = Settings(_env_file=None)
+
+
+def hf_of(question: Question, hf_id: str, *, deadline: float) -> HumanFunction:
+    """The pending web request a question opens."""
+    return HumanFunction(
+        id=hf_id,
+        requester="anonymous",
+        channel="web",
+        message=question.message,
+        request_schema=question.schema,
+        created_at=0,
+        deadline=deadline,
+        form_secret="s" * 32,
+        other_fields=question.other_fields,
+    )
 
 
 def test_questions_become_a_required_select_with_other_and_an_optional_text_each() -> None:
@@ -98,17 +114,7 @@ def test_questions_become_a_required_select_with_other_and_an_optional_text_each
 
 def test_answers_read_back_in_option_order_with_the_own_answer_verbatim_and_last() -> None:
     question = parse_arguments({"questions": [FORMAT, SECTIONS]}, SETTINGS)
-    hf = HumanFunction(
-        id="1" * 16,
-        requester="anonymous",
-        channel="web",
-        message=question.message,
-        request_schema=question.schema,
-        created_at=0,
-        deadline=1,
-        form_secret="s" * 32,
-        other_fields=question.other_fields,
-    )
+    hf = hf_of(question, "1" * 16, deadline=1)
     content = {"q1": OTHER, "q1_other": " As a table ", "q2": [OTHER, "Appendix", "Introduction"]}
     assert answers_of(hf, content | {"q2_other": "Glossary"}) == {
         "How should I format the output?": " As a table ",
@@ -250,17 +256,7 @@ async def test_answered_in_a_slack_modal_with_other_and_the_message_updated(
 def test_four_questions_render_on_every_channel_with_other_offered() -> None:
     questions = [FORMAT | {"question": f"Q{n}?", "multiSelect": n % 2 == 1} for n in range(4)]
     question = parse_arguments({"questions": questions}, SETTINGS)
-    hf = HumanFunction(
-        id="2" * 16,
-        requester="anonymous",
-        channel="web",
-        message=question.message,
-        request_schema=question.schema,
-        created_at=0,
-        deadline=10**10,
-        form_secret="s" * 32,
-        other_fields=question.other_fields,
-    )
+    hf = hf_of(question, "2" * 16, deadline=10**10)
     context = RenderContext(form_url="http://127.0.0.1:8000/f/x", now=0)
     assert "Other (write your own answer)" in CHANNELS["web"].render(hf, context)
     assert CHANNELS["teams"].render(hf, context)["body"]
