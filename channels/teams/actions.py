@@ -17,7 +17,7 @@ from typing import Any
 from channels.display import approval_field
 from channels.teams.card import APPROVE, CANCEL, DECLINE, REASON_ID, SUBMIT
 from channels.teams.inputs import typed_values
-from schemas.answers import coerce_text_values, validate_answer
+from schemas.answers import coerce_text_values
 from schemas.errors import InvalidAnswerError
 from schemas.models import Action, Answer, HumanFunction
 
@@ -81,7 +81,9 @@ def is_allowed(object_id: str, allowed: list[str]) -> bool:
 
 
 def answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
-    """The answer a click gives; ``InvalidAnswerError`` with per-field reasons when it is not one."""
+    """The answer a click gives; ``InvalidAnswerError`` with per-field reasons when it is not one
+    (``UnreadableFieldsError`` when some inputs cannot be read: the other values are not checked
+    here, but by the answer check, as every channel's are)."""
     schema = hf.request_schema
     if action.verb in (APPROVE, SUBMIT):
         field = approval_field(schema)
@@ -100,16 +102,24 @@ def answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
     raise InvalidAnswerError({"": "this button does not answer the request by itself"})
 
 
+class UnreadableFieldsError(InvalidAnswerError):
+    """Some inputs of a card could not be read as their field's type (``errors``). ``readable`` holds
+    the values of the others, for the caller to check against the schema (``validate_answer``) so
+    that a refusal names every failing field at once. That check matches the agent's patterns, so it
+    is the gateway's to run, off its event loop (``gateway.validation``): this module does no I/O
+    and no pattern matching."""
+
+    def __init__(self, errors: dict[str, str], readable: dict[str, Any]) -> None:
+        super().__init__(errors)
+        self.readable = readable
+
+
 def typed_content(schema: Mapping[str, Any], typed: Mapping[str, list[str]]) -> dict[str, Any]:
-    """``coerce_text_values``, but a refusal names every failing field at once: the fields that could
-    not be read, and what the answer check says of the others (the service checks again on answer)."""
+    """``coerce_text_values``; when some inputs cannot be read, ``UnreadableFieldsError`` carries
+    their reasons and the values of the others."""
     try:
         return coerce_text_values(schema, typed)
     except InvalidAnswerError as exc:
         unreadable = exc.errors
     readable = coerce_text_values(schema, {k: v for k, v in typed.items() if k not in unreadable})
-    try:
-        validate_answer(schema, readable)
-    except InvalidAnswerError as exc:
-        raise InvalidAnswerError(exc.errors | unreadable) from None
-    raise InvalidAnswerError(dict(unreadable))
+    raise UnreadableFieldsError(dict(unreadable), readable)

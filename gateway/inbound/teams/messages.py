@@ -27,7 +27,14 @@ from fastapi.responses import JSONResponse, Response
 from channels.base import RenderContext
 from channels.display import sentence_case
 from channels.registry import CHANNELS
-from channels.teams.actions import CardAction, answer_of, card_action, is_allowed, person
+from channels.teams.actions import (
+    CardAction,
+    UnreadableFieldsError,
+    answer_of,
+    card_action,
+    is_allowed,
+    person,
+)
 from channels.teams.auth import Verified, bearer_token, key_id
 from channels.teams.card import (
     APPROVE,
@@ -46,8 +53,9 @@ from channels.teams.inputs import typed_values
 from gateway.links import form_url
 from gateway.replay import first_delivery
 from gateway.runtime import Runtime
+from gateway.validation import validate_answer_off_loop
 from schemas.errors import ClosedError, DeliveryError, InvalidAnswerError, SignatureError, UnknownRequestError
-from schemas.models import HumanFunction
+from schemas.models import Answer, HumanFunction
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +204,7 @@ async def _execute(runtime: Runtime, action: CardAction, activity: Mapping[str, 
         return card_reply(reason_card(hf))
     await _adopt(runtime, hf, activity)
     try:
-        ended = await runtime.service.answer(hf, answer_of(hf, action, by))
+        ended = await runtime.service.answer(hf, await _answer_of(hf, action, by))
     except InvalidAnswerError as exc:
         logger.info("invalid answer hf=%s channel=teams fields=%s", hf.id, ",".join(exc.errors))
         typed = typed_values(hf.request_schema, action.data)
@@ -221,13 +229,29 @@ async def _submit(runtime: Runtime, action: CardAction, activity: Mapping[str, A
         return
     await _adopt(runtime, hf, activity)
     try:
-        await runtime.service.answer(hf, answer_of(hf, action, by))
+        await runtime.service.answer(hf, await _answer_of(hf, action, by))
     except InvalidAnswerError as exc:
         typed = typed_values(hf.request_schema, action.data)
         card = render_card(hf, _context(runtime, hf), typed=typed, errors=exc.errors)
         await _show(runtime, await runtime.store.get(hf.id), card)
     except ClosedError:
         pass  # the update of whoever won shows the outcome
+
+
+async def _answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
+    """``answer_of``, whose refusal names every failing field at once: the inputs that could not be
+    read, and what the answer check says of the others. That check matches the agent's patterns, so
+    it runs off the event loop, within its budget (``gateway.validation``), as for every channel."""
+    try:
+        return answer_of(hf, action, by)
+    except UnreadableFieldsError as exc:
+        unreadable = exc.errors
+        readable = exc.readable
+    try:
+        await validate_answer_off_loop(hf.request_schema, readable)
+    except InvalidAnswerError as exc:
+        raise InvalidAnswerError(exc.errors | unreadable) from None
+    raise InvalidAnswerError(dict(unreadable))
 
 
 async def _adopt(runtime: Runtime, hf: HumanFunction, activity: Mapping[str, Any]) -> None:
