@@ -66,6 +66,14 @@ class Caller:
             return settings.max_pending
         return settings.anonymous_max_pending or min(ANONYMOUS_MAX_PENDING, settings.max_pending)
 
+    def max_kept_bytes(self, settings: Settings) -> int:
+        """Bytes of requests and answers this caller's identity may keep in Redis at once."""
+        return settings.max_kept_bytes if self.authenticated else settings.max_kept_bytes_anonymous
+
+    def keep_ended(self, settings: Settings) -> float:
+        """Seconds this caller's requests are kept after their deadline (a day for a key)."""
+        return keys.RESULT_GRACE_SECONDS if self.authenticated else settings.anonymous_keep_ended
+
 
 ANONYMOUS_CALLER = Caller(ANONYMOUS, authenticated=False)
 

@@ -12,8 +12,9 @@ PREFIX = "hg"
 """Namespace of every humangate key, so one Redis can be shared with other applications."""
 
 RESULT_GRACE_SECONDS = 24 * 3600
-"""How long an ended Human Function is kept after its deadline: late clicks still get a clear
-"already answered" and the form link still shows the outcome."""
+"""How long an ended Human Function of an API key is kept after its deadline: late clicks still get
+a clear "already answered" and the form link still shows the outcome. An anonymous caller's is
+kept ``HUMANGATE_ANONYMOUS_KEEP_ENDED`` seconds (``gateway.callers.Caller.keep_ended``)."""
 
 
 HF_PREFIX = f"{PREFIX}:hf:{{"
@@ -24,7 +25,8 @@ ATTACH_PREFIX = f"{PREFIX}:attach:{{"
 def human_function(hf_id: str) -> str:
     """Hash of one Human Function (fields: doc, status, deadline, fingerprint, expire_reason,
     outcome, ended_at, refs, delivery_error, attempts, retain, returned).
-    TTL: deadline + max(RESULT_GRACE_SECONDS, the result retention)."""
+    TTL: the last deadline + max(RESULT_GRACE_SECONDS, the result retention); for an anonymous
+    caller's request, ``HUMANGATE_ANONYMOUS_KEEP_ENDED`` instead of RESULT_GRACE_SECONDS."""
     return f"{HF_PREFIX}{hf_id}}}"
 
 
@@ -49,6 +51,23 @@ def owned_pending(identity: str) -> str:
     """Sorted set: the pending requests of one caller identity (id -> deadline), for
     ``HUMANGATE_MAX_PENDING``; members leave when their request ends. TTL: the latest deadline."""
     return f"{OWNED_PENDING_PREFIX}{identity}}}"
+
+
+KEPT_PREFIX = f"{PREFIX}:kept-of:{{"
+KEPT_BYTES_PREFIX = f"{PREFIX}:kept-bytes-of:{{"
+
+
+def kept(identity: str) -> str:
+    """Sorted set: what one caller identity keeps in Redis, ``<id>:<bytes>`` (a request) and
+    ``<id>:answer:<bytes>`` (its answer) -> when the request's hash expires (ms), for
+    ``HUMANGATE_MAX_KEPT_BYTES``; members leave on the next creation after they expired.
+    TTL: the latest member's expiry."""
+    return f"{KEPT_PREFIX}{identity}}}"
+
+
+def kept_bytes(identity: str) -> str:
+    """String: the sum of the bytes of ``kept(identity)``'s members. TTL: the same as that set's."""
+    return f"{KEPT_BYTES_PREFIX}{identity}}}"
 
 
 PENDING = f"{PREFIX}:pending"

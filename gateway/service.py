@@ -140,7 +140,12 @@ class HumanFunctionService:
                 timeout_reason(hf.timeout_seconds),
                 delivery,
                 full_expire_reason=timeout_reason(full),
-                limits=Limits(caller.rate_limit(self.settings), caller.max_pending(self.settings)),
+                limits=Limits(
+                    caller.rate_limit(self.settings),
+                    caller.max_pending(self.settings),
+                    caller.max_kept_bytes(self.settings),
+                ),
+                keep_ended=caller.keep_ended(self.settings),
             )
         except RateLimitedError as exc:
             LIMITED.labels(limit=exc.which).inc()

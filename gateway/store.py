@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 REAP_BATCH = 500
 """Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
 
+KEPT_OVERHEAD_BYTES = 2048
+"""Bytes a request keeps in Redis besides its document: its hash's other fields, its attach key,
+index entries, delivery job, task and events. Counted against its owner's kept-bytes budget."""
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -38,6 +42,8 @@ class Limits:
     """New requests in the last minute."""
     pending: int = 1_000_000_000
     """Requests pending at once."""
+    kept_bytes: int = 1 << 60
+    """Bytes of requests (and their answers) kept in Redis at once, until their keys expire."""
 
 
 class Opened(enum.Enum):
@@ -101,15 +107,21 @@ class HumanFunctionStore:
         delivery: list[Command],
         full_expire_reason: str = "",
         limits: Limits = Limits(),
+        keep_ended: float = keys.RESULT_GRACE_SECONDS,
     ) -> tuple[HumanFunction, Opened]:
         """Store ``hf`` and queue ``delivery`` in one step, unless an identical request exists (see
         ``Opened``); returns the request the call is about, and what happened. A new request counts
         against its owner's ``limits`` (re-attaching never does); past one, ``RateLimitedError``.
 
         ``expire_reason`` is why it ends at ``hf.deadline``; with ``hf.full_deadline`` set,
-        ``full_expire_reason`` is why it ends at that one, once a person started answering."""
-        keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
+        ``full_expire_reason`` is why it ends at that one, once a person started answering. The
+        request is kept ``keep_ended`` seconds after its last deadline (at least the result
+        retention, so that a kept answer is never lost), and its bytes count against
+        ``limits.kept_bytes`` until then."""
+        keep = max(keep_ended, self.retention)
         last = hf.deadline if hf.full_deadline is None else hf.full_deadline
+        doc = _doc(hf)
+        size = len(doc.encode()) + len(fingerprint) + KEPT_OVERHEAD_BYTES
         result = await self._create(
             keys=[
                 keys.human_function(hf.id),
@@ -118,10 +130,12 @@ class HumanFunctionStore:
                 keys.rate(hf.owner),
                 keys.owned_pending(hf.owner),
                 keys.EVENTS,
+                keys.kept(hf.owner),
+                keys.kept_bytes(hf.owner),
             ],
             args=[
                 hf.id,
-                _doc(hf),
+                doc,
                 repr(hf.deadline),
                 fingerprint,
                 expire_reason,
@@ -134,17 +148,20 @@ class HumanFunctionStore:
                 limits.per_minute,
                 limits.pending,
                 int(hf.created_at * 1000),
+                limits.kept_bytes,
+                size,
                 *flatten(delivery),
             ],
         )
         verdict, fields = result[0], result[1]
         if text(verdict) == "limited":
             which = text(fields)
-            limit = (
-                f"at most {limits.per_minute} new requests per minute"
-                if which == "rate"
-                else f"at most {limits.pending} pending requests"
-            )
+            limit = {
+                "rate": f"at most {limits.per_minute} new requests per minute",
+                "pending": f"at most {limits.pending} pending requests",
+                "kept": f"at most {size_text(limits.kept_bytes)} of requests kept at once "
+                f"(this one keeps {size_text(size)})",
+            }[which]
             raise RateLimitedError(which, limit, max(1, int(result[2])))
         opened = Opened(text(verdict))
         if opened is Opened.CREATED:
@@ -189,6 +206,8 @@ class HumanFunctionStore:
                 keys.ATTACH_PREFIX,
                 keys.EVENTS_KEEP_SECONDS,
                 keys.OWNED_PENDING_PREFIX,
+                keys.KEPT_PREFIX,
+                keys.KEPT_BYTES_PREFIX,
                 *flatten(update),
             ],
         )
@@ -306,6 +325,14 @@ class HumanFunctionStore:
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
         return [text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]
+
+
+def size_text(size: int) -> str:
+    """Bytes in words: ``16 MiB``, ``61.2 KiB``, ``900 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
 
 
 def _pairs(flat: list[Any]) -> dict[Any, Any]:

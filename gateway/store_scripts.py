@@ -31,15 +31,61 @@ end
 """
 """Lua helper: run the recorded commands found in ``args`` from index ``from`` on."""
 
+KEPT_BYTES = """
+local function release_kept(members, total, now)
+  local kept = tonumber(redis.call('GET', total) or '0')
+  local gone = redis.call('ZRANGEBYSCORE', members, '-inf', now)
+  if #gone == 0 then return kept end
+  for _, member in ipairs(gone) do kept = kept - tonumber(string.match(member, '(%d+)$')) end
+  if kept < 0 then kept = 0 end
+  redis.call('ZREMRANGEBYSCORE', members, '-inf', now)
+  if redis.call('ZCARD', members) == 0 then
+    redis.call('DEL', total)
+    return 0
+  end
+  redis.call('SET', total, kept, 'KEEPTTL')
+  return kept
+end
+
+local function kept_room_at(members, needed)
+  local released, from = 0, 0
+  while true do
+    local batch = redis.call('ZRANGE', members, from, from + 99, 'WITHSCORES')
+    if #batch == 0 then return 0 end
+    for i = 1, #batch, 2 do
+      released = released + tonumber(string.match(batch[i], '(%d+)$'))
+      if released >= needed then return tonumber(batch[i + 1]) end
+    end
+    from = from + 100
+  end
+end
+
+local function keep_bytes(members, total, expiry, name, size)
+  redis.call('ZADD', members, expiry, name .. ':' .. size)
+  redis.call('INCRBY', total, size)
+  local last = redis.call('ZRANGE', members, -1, -1, 'WITHSCORES')[2]
+  redis.call('PEXPIREAT', members, last)
+  redis.call('PEXPIREAT', total, last)
+end
+"""
+"""Lua helpers of a caller's kept-bytes budget: a sorted set of ``<name>:<bytes>`` members scored
+by when the keys holding those bytes expire (ms since epoch), and their total. ``release_kept``
+drops what has expired by ``now`` and returns the total still kept; ``kept_room_at`` is when at
+least ``needed`` bytes will have been released; ``keep_bytes`` counts ``size`` more bytes until
+``expiry``. Both keys live as long as their latest member."""
+
 CREATE = (
     RUN_COMMANDS
+    + KEPT_BYTES
     + """
 -- KEYS: 1 the new hash, 2 the attach key, 3 the pending index, 4 the owner's rate window,
---       5 the owner's pending requests, 6 the events stream.
+--       5 the owner's pending requests, 6 the events stream, 7 the owner's kept requests,
+--       8 the owner's kept bytes.
 -- ARGV: 1 id, 2 doc, 3 deadline, 4 fingerprint, 5 expire reason, 6 hash expiry (ms since epoch),
 --       7 attach expiry (ms since epoch), 8 hash key prefix, 9 full deadline ('' for none),
 --       10 its expire reason, 11 owner, 12 new requests allowed per minute, 13 pending requests
---       allowed, 14 now (ms since epoch), 15.. the delivery job's commands.
+--       allowed, 14 now (ms since epoch), 15 bytes the owner may keep, 16 bytes this request
+--       keeps, 17.. the delivery job's commands.
 -- An identical pending request is re-attached to; an identical one a person answered and no call
 -- has returned yet is handed out once (then marked returned); otherwise, within the owner's
 -- limits, a new one is stored: {'limited', which limit, seconds to wait} when past one.
@@ -66,8 +112,14 @@ if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
   local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   return {'limited', 'rate', math.ceil((tonumber(oldest[2]) + 60000 - now) / 1000)}
 end
+local kept = release_kept(KEYS[7], KEYS[8], now)
+local size, budget = tonumber(ARGV[16]), tonumber(ARGV[15])
+if kept + size > budget then
+  return {'limited', 'kept', math.ceil((kept_room_at(KEYS[7], kept + size - budget) - now) / 1000)}
+end
 redis.call('ZADD', KEYS[4], now, ARGV[1])
 redis.call('PEXPIRE', KEYS[4], 60000)
+keep_bytes(KEYS[7], KEYS[8], ARGV[6], ARGV[1], size)
 redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'status', 'pending', 'deadline', ARGV[3],
   'fingerprint', ARGV[4], 'expire_reason', ARGV[5], 'owner', ARGV[11])
 local last = ARGV[3]
@@ -85,21 +137,24 @@ redis.call('SET', KEYS[2], ARGV[1], 'PXAT', ARGV[7])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 -- Heard by the inbox (a new request to show); the entries of endings keep the stream trimmed.
 redis.call('XADD', KEYS[6], '*', 'id', ARGV[1], 'created', '1')
-run_commands(ARGV, 15)
+run_commands(ARGV, 17)
 return {'created', {}}
 """
 )
-"""Store a Human Function and queue its delivery, or re-attach, or hand out a kept result."""
+"""Store a Human Function and queue its delivery, or re-attach, or hand out a kept result. A new
+request counts against its owner's limits: pending requests, new requests per minute, and bytes
+kept in Redis (the request's size until its keys expire)."""
 
 FINISH = (
     RUN_COMMANDS
     + EVENTS_MIN_ID
+    + KEPT_BYTES
     + """
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
 -- ARGV: 1 id, 2 status, 3 outcome JSON, 4 now, 5 expired-outcome JSON, 6 retention (ms; 0 none),
---       7 attach key prefix, 8 seconds of events to keep, 9 owner-pending key prefix, 10.. the
---       update job's commands (run only when a message may exist: references recorded, or a
---       delivery started).
+--       7 attach key prefix, 8 seconds of events to keep, 9 owner-pending key prefix, 10 owner
+--       kept-requests key prefix, 11 owner kept-bytes key prefix, 12.. the update job's commands
+--       (run only when a message may exist: references recorded, or a delivery started).
 local f = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
@@ -109,7 +164,17 @@ if status ~= 'expired' and tonumber(ARGV[4]) >= tonumber(f[2]) then
 end
 redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', ARGV[4])
 redis.call('ZREM', KEYS[2], ARGV[1])
-if f[6] then redis.call('ZREM', ARGV[9] .. f[6] .. '}', ARGV[1]) end
+if f[6] then
+  redis.call('ZREM', ARGV[9] .. f[6] .. '}', ARGV[1])
+  -- The answer is kept with the request: its bytes count against the owner's budget too.
+  local members = ARGV[10] .. f[6] .. '}'
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 and redis.call('EXISTS', members) == 1 then
+    local clock = redis.call('TIME')  -- the hash's own expiry: Redis's clock plus what is left
+    local expiry = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + ttl
+    keep_bytes(members, ARGV[11] .. f[6] .. '}', expiry, ARGV[1] .. ':answer', #outcome)
+  end
+end
 if f[3] then
   local attach = ARGV[7] .. f[3] .. '}'
   if redis.call('GET', attach) == ARGV[1] then
@@ -122,9 +187,9 @@ if f[3] then
   end
 end
 redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(ARGV[8]), '*', 'id', ARGV[1], 'outcome', outcome)
-if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 10 then
+if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 12 then
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-  run_commands(ARGV, 10)
+  run_commands(ARGV, 12)
 end
 return {'ok', redis.call('HGETALL', KEYS[1])}
 """

@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 CHANNEL_NAMES = ("slack", "discord", "teams", "web")
 """Every channel name the ``uiType`` argument accepts, in the order the tool lists them."""
 
+
+MIB = 1 << 20
+"""Bytes in a mebibyte."""
 
 CommaList = Annotated[list[str], NoDecode]
 """A list setting written in the environment as comma-separated values."""
@@ -59,6 +62,15 @@ class Settings(BaseSettings):
     """Open 2025-11-25 MCP sessions per API key."""
     anonymous_max_sessions: int = Field(20, gt=0)
     """Open 2025-11-25 MCP sessions of all anonymous callers of one client address."""
+    max_kept_bytes: int = Field(256 * MIB, gt=0)
+    """Bytes of requests and their answers one API key may keep in Redis at once (a request's
+    bytes count until its keys expire: its deadline plus a day)."""
+    max_kept_bytes_anonymous: int = Field(16 * MIB, gt=0)
+    """Bytes of requests and their answers the anonymous callers of one client address may keep in
+    Redis at once (until their keys expire: the deadline plus ``anonymous_keep_ended``)."""
+    anonymous_keep_ended: float = Field(3600.0, gt=0)
+    """Seconds an anonymous caller's request is kept after its deadline (a key's: a day), at least
+    ``result_retention``; then late clicks and its form link find nothing."""
     trusted_proxies: CommaList = Field(default_factory=lambda: ["127.0.0.1"])
     """Addresses whose ``X-Forwarded-For`` names the real client (reverse proxies in front)."""
     idle_timeout: float = Field(60.0, gt=0)
@@ -120,6 +132,18 @@ class Settings(BaseSettings):
         if value is not None and value not in CHANNEL_NAMES:
             raise ValueError(f"must be one of {', '.join(CHANNEL_NAMES)}")
         return value
+
+    @model_validator(mode="after")
+    def _one_request_fits_the_kept_budget(self) -> Settings:
+        # A request's document may escape each byte of its message and schema into two (quotes).
+        largest = 2 * (self.max_schema_bytes + self.max_message_bytes) + 4096
+        for name in ("max_kept_bytes", "max_kept_bytes_anonymous"):
+            if getattr(self, name) < largest:
+                raise ValueError(
+                    f"HUMANGATE_{name.upper()} must be at least {largest} bytes, so that one request of"
+                    " the largest size (HUMANGATE_MAX_SCHEMA_BYTES, HUMANGATE_MAX_MESSAGE_BYTES) fits"
+                )
+        return self
 
     @property
     def public_base(self) -> str:

@@ -19,7 +19,6 @@ import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from channels.display import AGENT_VIA, iso_time
-from gateway import redis_keys as keys
 from gateway.mcp.asking import Call, Question, ResultOf, open_question
 from gateway.mcp.client_form import races
 from gateway.mcp.task_store import TaskRecord, TaskStore, new_task_id
@@ -123,13 +122,14 @@ async def start_task(
     if isinstance(opening, types.CallToolResult):
         return opening
     hf, _ = opening
+    settings = runtime.settings  # the task is kept as long as its Human Function
     record = TaskRecord(
         task_id=new_task_id(hf),
         hf_id=hf.id,
         owner=call.caller.identity,
         tool=tool,
         created_at=runtime.service.clock(),
-        expires_at=hf.deadline + keys.RESULT_GRACE_SECONDS,
+        expires_at=hf.deadline + max(call.caller.keep_ended(settings), settings.result_retention),
         client_form=era == "2026" and races(runtime, call.ctx.session.client_capabilities),
     )
     await TaskStore(runtime.redis).create(record)

@@ -353,3 +353,58 @@ async def test_other_fields_are_stored_only_when_given(store: HumanFunctionStore
     assert b"other_fields" not in await store.redis.hget(keys.human_function("a1"), "doc")
     assert (await store.get("a1")).other_fields == {}
     assert (await store.get("b2")).other_fields == {"zeta": "alpha"}
+
+
+def owned_by(owner: str, hf_id: str, created_at: float = NOW) -> HumanFunction:
+    return make_hf(hf_id, deadline=created_at + 180).model_copy(
+        update={"owner": owner, "created_at": created_at}
+    )
+
+
+async def kept_bytes(store: HumanFunctionStore, owner: str) -> int:
+    return int(await store.redis.get(keys.kept_bytes(owner)) or 0)
+
+
+async def test_the_bytes_a_caller_keeps_are_budgeted_until_its_requests_expire(
+    store: HumanFunctionStore,
+) -> None:
+    owner = "anonymous:10.0.0.9"
+    await store.create(owned_by(owner, "k0"), "fp0", REASON, [], keep_ended=60)
+    size = await kept_bytes(store, owner)
+    assert size > len(SCHEMA) and await store.redis.zcard(keys.kept(owner)) == 1
+    limits = Limits(kept_bytes=2 * size + size // 2)
+    await store.create(owned_by(owner, "k1"), "fp1", REASON, [], limits=limits, keep_ended=60)
+    with pytest.raises(RateLimitedError) as refused:
+        await store.create(owned_by(owner, "k2"), "fp2", REASON, [], limits=limits, keep_ended=60)
+    # Kept until the deadline (180 s) plus the keep: max(keep_ended, the retention of 600 s).
+    assert refused.value.which == "kept" and refused.value.retry_after == 180 + 600
+    assert str(refused.value).startswith(
+        f"Rate limit exceeded: at most {2.5 * size / 1024:.1f} KiB of requests kept at once (this one keeps "
+    )
+    assert not await store.redis.exists(keys.human_function("k2"))  # nothing stored
+    assert await store.redis.zcard(keys.rate(owner)) == 2 and await kept_bytes(store, owner) == 2 * size
+    # Another identity has its own budget.
+    other = owned_by("key:ada", "o1")
+    assert (await store.create(other, "fpo", REASON, [], limits=limits))[1] is Opened.CREATED
+    # Once the first two requests' keys expired, their bytes are released.
+    later = NOW + 180 + 600 + 1
+    await store.create(owned_by(owner, "k3", later), "fp3", REASON, [], limits=limits, keep_ended=60)
+    assert await kept_bytes(store, owner) == size
+    assert await store.redis.zcard(keys.kept(owner)) == 1
+
+
+async def test_an_answer_counts_against_the_budget_and_an_anonymous_request_is_kept_shorter(
+    store: HumanFunctionStore,
+) -> None:
+    owner = "anonymous:10.0.0.9"
+    await store.create(owned_by(owner, "k0"), "fp0", REASON, [], keep_ended=900)
+    size = await kept_bytes(store, owner)
+    expiry_ms = (NOW + 180 + 900) * 1000  # max(keep_ended, the retention of 600 s)
+    ttl = await store.redis.pttl(keys.human_function("k0"))
+    assert ttl == pytest.approx(expiry_ms - time.time() * 1000, abs=5000)
+    answer = accepted("ada").model_copy(update={"content": {"zeta": "x" * 5000}})
+    await finish(store, "k0", answer)
+    assert await kept_bytes(store, owner) == size + len(answer.model_dump_json())
+    scores = [score for _, score in await store.redis.zrange(keys.kept(owner), 0, -1, withscores=True)]
+    assert scores == [pytest.approx(expiry_ms, abs=5000)] * 2
+    assert await store.redis.pttl(keys.kept_bytes(owner)) == pytest.approx(ttl, abs=5000)
