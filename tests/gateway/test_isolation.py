@@ -11,7 +11,9 @@ import asyncio
 
 import httpx
 import pytest
+from redis.asyncio import Redis
 
+from gateway import redis_keys as keys
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import start_call
 from tests.mcp_client import call_elicit, text_of
@@ -147,3 +149,59 @@ async def test_a_foreign_host_or_origin_is_refused_on_rest_and_the_form(
             assert wrong_origin.status_code == 403
             local = await http.post(path, json=body, headers={"Origin": gateway.url})
             assert local.status_code == 201
+
+
+def described(size: int) -> dict[str, object]:
+    """A schema of about ``size`` bytes."""
+    return {"type": "object", "properties": {"note": {"type": "string", "description": "x" * size}}}
+
+
+async def test_past_the_kept_bytes_budget_nothing_is_stored_and_mcp_returns_the_text(
+    start_gateway: StartGateway, redis_url: str
+) -> None:
+    gateway = start_gateway(
+        HUMANGATE_MAX_SCHEMA_BYTES="4096",
+        HUMANGATE_MAX_MESSAGE_BYTES="1024",
+        HUMANGATE_MAX_KEPT_BYTES_ANONYMOUS="20000",
+        HUMANGATE_ANONYMOUS_MAX_PENDING="100",
+        **KEYS,
+    )
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+
+        async def create_large(i: int, headers: dict[str, str]) -> httpx.Response:
+            body = {"message": f"Large {i}?", "schema": described(3000), "uiType": "web"}
+            return await http.post("/v1/requests", json=body, headers=headers)
+
+        created = [await create_large(i, client()) for i in range(3)]
+        assert all(response.status_code == 201 for response in created)
+        refused = await create_large(3, client())
+        assert refused.status_code == 429, refused.text
+        retry_after = int(refused.headers["retry-after"])
+        assert 180 + 3600 - 30 <= retry_after <= 180 + 3600  # the first one's deadline + the keep
+        detail = refused.json()["detail"]
+        assert detail.startswith(
+            "Rate limit exceeded: at most 19.5 KiB of requests kept at once (this one keeps "
+        )
+        assert detail.endswith(f"; retry after {retry_after} seconds")
+        # A key has its own budget, and keeps its requests a day after their deadline.
+        mine = await create_large(0, client(key="ada-key"))
+        assert mine.status_code == 201
+        metrics = (await http.get("/metrics")).text
+    assert 'humangate_requests_limited_total{limit="kept"} 1.0' in metrics
+    # The same address over MCP (loopback, as the REST calls above).
+    result = await call_elicit(
+        gateway.url, {"message": "Large 4?", "schema": described(3000), "uiType": "web"}
+    )
+    assert result.is_error and text_of(result).startswith(
+        "Rate limit exceeded: at most 19.5 KiB of requests kept"
+    )
+    redis = Redis.from_url(redis_url)
+    try:
+        ids = [response.json()["id"] for response in created]
+        assert len(await redis.keys(keys.human_function("*"))) == 4  # nothing of the refused ones
+        anonymous = await redis.ttl(keys.human_function(ids[0]))
+        keyed = await redis.ttl(keys.human_function(mine.json()["id"]))
+    finally:
+        await redis.aclose()
+    assert 180 + 3600 - 30 <= anonymous <= 180 + 3600
+    assert 300 + 86400 - 30 <= keyed <= 300 + 86400
