@@ -92,7 +92,8 @@ class RateLimitedError(HumangateError):
 
     def __init__(self, which: str, limit: str, retry_after: int) -> None:
         self.which = which
-        """``rate`` (new requests per minute) or ``pending`` (requests pending at once)."""
+        """``rate`` (new requests per minute), ``pending`` (requests pending at once) or ``kept``
+        (bytes kept in Redis at once)."""
         self.limit = limit
         """Which limit, in words: ``at most 20 new requests per minute``."""
         self.retry_after = retry_after

@@ -69,13 +69,16 @@ def _retries_left() -> int | None:
 
 def delivery_note(channel: str, error: DeliveryError, attempt: int, retries_left: int | None) -> str:
     """What the waiting agent is told about a failed delivery attempt: what failed, and whether it
-    is retried or given up."""
+    is retried or given up (``error`` says only what failed: retrying is decided here)."""
     if not error.retryable:
         return f"delivery to {channel} failed: {error}; not retrying (fix this, then ask again)"
     if retries_left is None or retries_left:
         wait = DELIVERY_RETRY_INTERVALS[min(attempt, len(DELIVERY_RETRY_INTERVALS)) - 1]
         return f"delivery to {channel} failed (attempt {attempt}): {error}; retrying in {wait} s"
-    return f"delivery to {channel} gave up after {attempt} attempts: {error}"
+    return (
+        f"delivery to {channel} gave up after {attempt} attempts: {error}; {channel} will not be asked, "
+        f"so the request waits unposted until it times out (withdraw it and ask again once {channel} works)"
+    )
 
 
 def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:

@@ -189,17 +189,15 @@ def failure(exc: BaseException, what: str, channel_id: str, base_url: str) -> De
         )
     if isinstance(exc, discord.RateLimited):
         return DeliveryError(
-            f"{what}: Discord is rate limiting the bot for {exc.retry_after:.0f} seconds; it will be retried",
+            f"{what}: Discord is rate limiting the bot for {exc.retry_after:.0f} seconds",
             retryable=True,
         )
     if isinstance(exc, discord.HTTPException):
         code, status = exc.code, exc.status
         if status >= 500:
-            return DeliveryError(f"{what}: Discord answered {status}; it will be retried", retryable=True)
+            return DeliveryError(f"{what}: Discord answered {status}", retryable=True)
         if status == 429:
-            return DeliveryError(
-                f"{what}: Discord answered 429 Too Many Requests; it will be retried", retryable=True
-            )
+            return DeliveryError(f"{what}: Discord answered 429 Too Many Requests", retryable=True)
         if code == 50001:
             advice = (
                 f"the bot cannot see {where} (Missing Access): invite it to the server and let it view "

@@ -65,18 +65,16 @@ def is_user_id(target: str) -> bool:
 def delivery_error(exc: Exception, target: str, doing: str) -> DeliveryError:
     """A Slack failure in plain words; ``retryable`` for rate limits, 5xx and the network."""
     if not isinstance(exc, SlackApiError):
-        return DeliveryError(
-            f"could not reach Slack to {doing} ({type(exc).__name__}); trying again", retryable=True
-        )
+        return DeliveryError(f"could not reach Slack to {doing} ({type(exc).__name__})", retryable=True)
     response = exc.response
     status = int(getattr(response, "status_code", 0) or getattr(response, "status", 0) or 0)
     data = getattr(response, "data", None)
     error = str(data.get("error") or "") if isinstance(data, Mapping) else ""
     if status == 429 or error == "ratelimited":
-        return DeliveryError(f"Slack is rate limiting the app; trying again to {doing}", retryable=True)
+        return DeliveryError(f"Slack is rate limiting the app, so it could not {doing}", retryable=True)
     if status >= 500 or error in _TRANSIENT:
         return DeliveryError(
-            f"Slack had a temporary problem ({error or f'HTTP {status}'}); trying again to {doing}",
+            f"Slack had a temporary problem ({error or f'HTTP {status}'}) when asked to {doing}",
             retryable=True,
         )
     if error in _FIXES:

@@ -102,13 +102,11 @@ class BotToken:
             response = await self.http.post(self.url, data=form, timeout=CALL_TIMEOUT)
         except httpx.HTTPError as exc:
             raise DeliveryError(
-                f"cannot reach the token endpoint ({type(exc).__name__}); trying again", retryable=True
+                f"cannot reach the token endpoint ({type(exc).__name__})", retryable=True
             ) from exc
         body = _json(response)
         if response.status_code == 429 or response.status_code >= 500:
-            raise DeliveryError(
-                f"the token endpoint answered {response.status_code}; trying again", retryable=True
-            )
+            raise DeliveryError(f"the token endpoint answered {response.status_code}", retryable=True)
         token, lifetime = body.get("access_token"), body.get("expires_in")
         if response.status_code != 200 or not isinstance(token, str) or not token:
             error = str(body.get("error") or f"HTTP {response.status_code}")
@@ -217,7 +215,7 @@ class TeamsClient:
             raise failure(exc.response, doing, self.conversation, post=post) from exc
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise DeliveryError(
-                f"cannot reach Teams at {self.service_url} to {doing} ({type(exc).__name__}); trying again",
+                f"cannot reach Teams at {self.service_url} to {doing} ({type(exc).__name__})",
                 retryable=True,
             ) from exc
         except httpx.HTTPError as exc:
@@ -237,7 +235,7 @@ def failure(response: httpx.Response, doing: str, conversation: str, *, post: bo
     if status == 413:
         return TooLargeError(f"Teams refused to {doing}: the card is too large ({detail})", retryable=False)
     if status in RETRY_STATUSES:
-        return DeliveryError(f"Teams kept answering {detail} to {doing}; trying again later", retryable=True)
+        return DeliveryError(f"Teams kept answering {detail} when asked to {doing}", retryable=True)
     if status == 401:
         advice = "Teams refused the bot's token: check TEAMS_APP_ID, TEAMS_APP_PASSWORD and TEAMS_TENANT_ID"
     elif status == 403:

@@ -156,7 +156,11 @@ async def test_a_failed_attempt_says_it_retries_and_the_last_one_that_it_gave_up
         setup.queue().scheduled_job_registry.requeue(delivery_job_id(hf.id))
         await setup.work()
     last = (await setup.service.store.get(hf.id)).delivery_error or ""
-    assert last.startswith("delivery to slack gave up after 4 attempts: "), last
+    assert last == (
+        "delivery to slack gave up after 4 attempts: Slack had a temporary problem (HTTP 500) when asked "
+        "to post the request; slack will not be asked, so the request waits unposted until it times out "
+        "(withdraw it and ask again once slack works)"
+    ), last
     assert setup.slack.stored() == []
 
 

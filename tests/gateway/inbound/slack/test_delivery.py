@@ -107,6 +107,27 @@ async def test_a_failing_delivery_is_in_the_waiting_agents_progress(
         await call.task
 
 
+async def test_a_delivery_that_gave_up_tells_the_agent_what_happens_now(
+    start_gateway: StartGateway, slack: FakeSlack
+) -> None:
+    slack.server.script("POST", "/api/chat.postMessage", 500, {"ok": False}, times=4)
+    gateway = start_gateway(**slack.env(HUMANGATE_POLL_INTERVAL="0.3"))
+    call = start_call(gateway.url, {"message": "Anyone?", "schema": APPROVAL, "uiType": "slack"})
+    retrying = await call.wait_for_message(lambda m: "(attempt 3)" in m)  # retries after 1, 5, 15 s
+    assert retrying.endswith("when asked to post the request; retrying in 15 s"), retrying
+    gave_up = await call.wait_for_message(lambda m: "gave up" in m)
+    assert gave_up.endswith(
+        "Delivery problem: delivery to slack gave up after 4 attempts: Slack had a temporary problem "
+        "(HTTP 500) when asked to post the request; slack will not be asked, so the request waits "
+        "unposted until it times out (withdraw it and ask again once slack works)"
+    ), gave_up
+    assert "trying again" not in gave_up and "retrying" not in gave_up
+    assert len(slack.post_calls()) == 4 and slack.stored() == []
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
+
+
 def test_doctor_checks_the_token_and_the_channel(redis_url: str, slack: FakeSlack) -> None:
     healthy = run_cli("doctor", redis_url=redis_url, env=slack.env())
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
