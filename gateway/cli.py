@@ -21,9 +21,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="humangate", description="A multi-channel human-functions gateway.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the gateway (MCP at /mcp, web forms, webhooks)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve = commands.add_parser(
+        "serve",
+        help="run the gateway (MCP at /mcp, web forms, webhooks)",
+        description=(
+            "Run the gateway: MCP at /mcp, web forms, platform webhooks, REST at /v1 and the inbox. "
+            "Without HUMANGATE_REDIS_URL it starts an embedded Redis (data under HUMANGATE_DATA_DIR) "
+            "and a worker in this process."
+        ),
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for every interface)",
+    )
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument(
         "--workers",
         type=_positive,

@@ -64,6 +64,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listening(host: str, port: int, workers: int) -> str:
+    """The line that says where the gateway listens (uvicorn prints its own only when it binds the
+    socket itself; here ``bind`` does)."""
+    shown = f"[{host}]" if ":" in host else host
+    processes = f" in {workers} processes" if workers > 1 else ""
+    return f"humangate running on http://{shown}:{port}{processes} (MCP at /mcp; press CTRL+C to quit)"
+
+
 def check_redis(url: str) -> None:
     """Refuse a Redis that may evict data; warn when it keeps nothing on disk. An unreachable Redis
     is not refused: the gateway starts, reports "unavailable" and works once Redis is back."""
@@ -119,6 +127,7 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
         # uvicorn re-raises the SIGTERM it caught once it has shut down; exiting through SystemExit
         # lets the finally below stop the worker and the embedded Redis instead of orphaning them.
         signal.signal(signal.SIGTERM, _exit_on_signal)
+        logger.info("%s", listening(host, port, workers))
         if workers > 1:
             Multiprocess(config, sockets=[sock]).run()
         else:

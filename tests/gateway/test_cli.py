@@ -81,6 +81,23 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
     assert (data_dir / "appendonlydir").exists() or any(data_dir.glob("*.aof"))
 
 
+async def test_serve_says_where_it_listens(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    line = f"humangate running on {gateway.url} (MCP at /mcp; press CTRL+C to quit)"
+    assert line in gateway.output(), gateway.output()
+    async with httpx.AsyncClient(timeout=30) as http:
+        assert (await http.get(f"{gateway.url}/healthz")).status_code == 200
+
+
+def test_serve_help_describes_the_command_and_its_host_and_port() -> None:
+    shown = run_cli("serve", "--help", env={})
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())  # argparse wraps to the terminal's width
+    assert "Run the gateway: MCP at /mcp" in text
+    assert "--host HOST address to listen on (default: 127.0.0.1, this machine only; " in text
+    assert "--port PORT port to listen on (default: 8000)" in text
+
+
 def test_doctor_reports_redis_and_channels_in_plain_words(redis_url: str) -> None:
     result = run_cli("doctor", env={"HUMANGATE_REDIS_URL": redis_url})
     assert result.returncode == 0, result.stdout + result.stderr
