@@ -8,7 +8,7 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 | the link | GET | POST |
 | --- | --- | --- |
 | not shaped like a token humangate issues | 404 | 404 |
-| well-formed, but no such request (never created, or gone a day after it ended) | 404 | 404 |
+| well-formed, but no such request (never created, or forgotten after it ended) | 404 | 404 |
 | the request exists, the secret is wrong | 403 | 403 |
 | right secret, request expired (status expired, or its deadline passed) | 410 | 410 |
 | right secret, request answered, declined or canceled | 200, the outcome | 409, "already ... by X" |
@@ -16,8 +16,8 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 | the store (Redis) cannot be reached | 503, "try again in a moment" | 503, the answer kept |
 
 A malformed token and an unknown id are both 404: neither names a request humangate can find, and
-Redis keeps no trace of a request a day after it ended, so "gone" (410) could not be told from
-"never existed". 410 is kept for what humangate knows: this request expired. A wrong secret is 403:
+Redis keeps no trace of a request a while after it ended (a day; an hour for an anonymous
+caller's), so "gone" (410) could not be told from "never existed". 410 is kept for what humangate knows: this request expired. A wrong secret is 403:
 the request exists but the link does not open it (cut short or changed on its way).
 """
 

@@ -35,7 +35,10 @@ NAME_LOOKUP_TIMEOUT = 1.5
 NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_SLACK_ALLOWED_USERS). Nothing was changed."
 )
-GONE = "This request is no longer known to humangate (it ended more than a day ago)."
+GONE = (
+    "This request is no longer known to humangate: it ended, and ended requests are forgotten after "
+    "a while (by default a day for an agent with a key, an hour for an anonymous one)."
+)
 _OPENS = {RESPOND: None, DECLINE: Action.DECLINE, CANCEL: Action.CANCEL}
 
 

@@ -71,7 +71,10 @@ MESSAGE = "application/vnd.microsoft.activity.message"
 NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_TEAMS_ALLOWED_USERS). Nothing was changed."
 )
-GONE = "This request is no longer known to humangate (it ended more than a day ago)."
+GONE = (
+    "This request is no longer known to humangate: it ended, and ended requests are forgotten after "
+    "a while (by default a day for an agent with a key, an hour for an anonymous one)."
+)
 TOO_LATE = "This request has already ended; your click changed nothing."
 STILL_WORKING = "Your answer is being recorded; the card will show it in a moment."
 
