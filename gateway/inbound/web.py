@@ -17,8 +17,9 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 
 A malformed token and an unknown id are both 404: neither names a request humangate can find, and
 Redis keeps no trace of a request a while after it ended (a day; an hour for an anonymous
-caller's), so "gone" (410) could not be told from "never existed". 410 is kept for what humangate knows: this request expired. A wrong secret is 403:
-the request exists but the link does not open it (cut short or changed on its way).
+caller's), so "gone" (410) could not be told from "never existed". 410 is kept for what humangate
+knows: this request expired. A wrong secret is 403: the request exists but the link does not open
+it (cut short or changed on its way).
 """
 
 from __future__ import annotations
