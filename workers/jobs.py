@@ -54,7 +54,10 @@ def delivery_failed(job: Any, connection: Any, exc_type: Any, value: Any, traceb
         what = f"an unexpected error ({type(value).__name__}: {value})"
     retries = int(job.retries_left or 0)
     note = f"delivery failed: {what}; " + (
-        "retrying" if retries else "gave up (no retries left); see the worker's log"
+        "retrying"
+        if retries
+        else "gave up (no retries left; see the worker's log), so the request waits, likely unseen, "
+        "until it times out (withdraw it and ask again)"
     )
     logger.warning("delivery failed hf=%s: %s", hf_id, note)
     loop = job_loop()
@@ -76,8 +79,8 @@ def delivery_note(channel: str, error: DeliveryError, attempt: int, retries_left
         wait = DELIVERY_RETRY_INTERVALS[min(attempt, len(DELIVERY_RETRY_INTERVALS)) - 1]
         return f"delivery to {channel} failed (attempt {attempt}): {error}; retrying in {wait} s"
     return (
-        f"delivery to {channel} gave up after {attempt} attempts: {error}; {channel} will not be asked, "
-        f"so the request waits unposted until it times out (withdraw it and ask again once {channel} works)"
+        f"delivery to {channel} gave up after {attempt} attempts: {error}; the request waits, likely "
+        f"unseen, until it times out (withdraw it and ask again once {channel} works)"
     )
 
 

@@ -141,8 +141,8 @@ async def test_the_failure_callback_says_what_failed_and_whether_it_retries(setu
     await asyncio.to_thread(delivery_failed, job, setup.sync, RuntimeError, RuntimeError("boom"), None)
     note = (await setup.service.store.get(hf.id)).delivery_error
     assert note == (
-        "delivery failed: an unexpected error (RuntimeError: boom); gave up (no retries left); "
-        "see the worker's log"
+        "delivery failed: an unexpected error (RuntimeError: boom); gave up (no retries left; see the "
+        "worker's log), so the request waits, likely unseen, until it times out (withdraw it and ask again)"
     )
 
 
@@ -158,8 +158,8 @@ async def test_a_failed_attempt_says_it_retries_and_the_last_one_that_it_gave_up
     last = (await setup.service.store.get(hf.id)).delivery_error or ""
     assert last == (
         "delivery to slack gave up after 4 attempts: Slack had a temporary problem (HTTP 500) when asked "
-        "to post the request; slack will not be asked, so the request waits unposted until it times out "
-        "(withdraw it and ask again once slack works)"
+        "to post the request; the request waits, likely unseen, until it times out (withdraw it and ask "
+        "again once slack works)"
     ), last
     assert setup.slack.stored() == []
 

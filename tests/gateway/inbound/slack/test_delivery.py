@@ -118,8 +118,8 @@ async def test_a_delivery_that_gave_up_tells_the_agent_what_happens_now(
     gave_up = await call.wait_for_message(lambda m: "gave up" in m)
     assert gave_up.endswith(
         "Delivery problem: delivery to slack gave up after 4 attempts: Slack had a temporary problem "
-        "(HTTP 500) when asked to post the request; slack will not be asked, so the request waits "
-        "unposted until it times out (withdraw it and ask again once slack works)"
+        "(HTTP 500) when asked to post the request; the request waits, likely unseen, until it times "
+        "out (withdraw it and ask again once slack works)"
     ), gave_up
     assert "trying again" not in gave_up and "retrying" not in gave_up
     assert len(slack.post_calls()) == 4 and slack.stored() == []
