@@ -14,6 +14,7 @@ from mcp.server.context import ServerRequestContext
 
 from gateway.callers import Caller
 from gateway.mcp.client_form import start_race, stop_race
+from gateway.mcp.delivery import after_delivery
 from gateway.mcp.texts import (
     OPEN_FAILED_TEXT,
     RESTARTING_TEXT,
@@ -27,7 +28,7 @@ from gateway.mcp.texts import (
 from gateway.metrics import OPENED
 from gateway.runtime import Runtime
 from gateway.store import Opened
-from gateway.waiting import GatewayStopping, Tick, wait_for_end
+from gateway.waiting import GatewayStopping, Tick, returned, wait_for_end
 from schemas.errors import HumangateError, StoreUnavailableError
 from schemas.models import HumanFunction, Outcome
 
@@ -93,14 +94,18 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
     """Open (or re-attach to) a Human Function and wait for it to end; never raises.
 
     While the channel waits, a client that declares form elicitation is asked in its own form too
-    (``gateway.mcp.client_form``)."""
+    (``gateway.mcp.client_form``). A person's answer counts as returned only once the client
+    received it (``gateway.mcp.delivery``): otherwise the next identical call gets it."""
     runtime = call.runtime
     opening = await open_question(call, question)
     if isinstance(opening, types.CallToolResult):
         return opening
     hf, opened = opening
     if opened is Opened.RETAINED:
+        # Handing it out marked it returned already (atomically, so that two identical calls do not
+        # both get it); a client gone meanwhile gives it back to the next identical call.
         assert hf.outcome is not None
+        after_delivery(call.ctx, delivered=lambda: None, lost=lambda: runtime.service.returned.release(hf.id))
         return result_of(hf.outcome, hf)
     last_progress = 0.0
     started = runtime.service.clock()
@@ -124,4 +129,5 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
         return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
     finally:
         await stop_race(race)
+    after_delivery(call.ctx, delivered=lambda: returned(runtime.service, hf, outcome))
     return result_of(outcome, hf)
