@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
@@ -66,17 +67,25 @@ class Question:
 async def open_question(
     call: Call, question: Question
 ) -> tuple[HumanFunction, Opened] | types.CallToolResult:
-    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result."""
+    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result.
+
+    A kept answer handed out here is marked returned as it is handed out (atomically, so that two
+    identical calls do not both get it); if this request's response then reaches no client, it is
+    kept again for the next identical call (``gateway.mcp.delivery``)."""
+    runtime = call.runtime
     try:
-        hf, opened = await call.runtime.service.open(
-            call.caller,
-            question.channel,
-            question.message,
-            question.schema,
-            timeout=question.timeout,
-            idle_timeout=question.idle_timeout,
-            other_fields=question.other_fields,
-        )
+        # Shielded: a call cancelled (or, on 2026-07-28, disconnected) mid-open must still learn
+        # whether it took a kept answer, to give it back.
+        with anyio.CancelScope(shield=True):
+            hf, opened = await runtime.service.open(
+                call.caller,
+                question.channel,
+                question.message,
+                question.schema,
+                timeout=question.timeout,
+                idle_timeout=question.idle_timeout,
+                other_fields=question.other_fields,
+            )
     except StoreUnavailableError as exc:
         logger.warning("could not open a request: %s", exc)
         return text_result(STORE_UNAVAILABLE_TEXT, error=True)
@@ -87,6 +96,8 @@ async def open_question(
         return text_result(OPEN_FAILED_TEXT, error=True)
     if opened is Opened.CREATED:
         OPENED.labels(channel=question.channel).inc()
+    elif opened is Opened.RETAINED:
+        after_delivery(call.ctx, delivered=lambda: None, lost=lambda: runtime.service.returned.release(hf.id))
     return hf, opened
 
 
@@ -102,10 +113,7 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
         return opening
     hf, opened = opening
     if opened is Opened.RETAINED:
-        # Handing it out marked it returned already (atomically, so that two identical calls do not
-        # both get it); a client gone meanwhile gives it back to the next identical call.
         assert hf.outcome is not None
-        after_delivery(call.ctx, delivered=lambda: None, lost=lambda: runtime.service.returned.release(hf.id))
         return result_of(hf.outcome, hf)
     last_progress = 0.0
     started = runtime.service.clock()
