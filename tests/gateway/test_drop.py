@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
+import signal
+import socket
+import struct
 import time
 from collections.abc import AsyncIterator
 
+import httpx
 import mcp_types as types
 import pytest
 from redis.asyncio import Redis
@@ -96,3 +102,86 @@ async def test_an_answer_given_after_the_agents_connection_dropped_goes_to_its_n
     fresh = start_call(gateway.url, arguments, era=era)
     assert await fresh.form_url() != url
     fresh.task.cancel()
+
+
+async def hdel_calls(redis_url: str) -> int:
+    """How many HDEL commands Redis ran so far (giving back a kept answer is humangate's only one
+    while nobody deletes an API key)."""
+    async with Redis.from_url(redis_url) as redis:
+        stats = await redis.info("commandstats")
+    return int(stats.get("cmdstat_hdel", {}).get("calls", 0))
+
+
+async def legacy_session(base_url: str) -> str:
+    """A 2025-11-25 session opened by hand (initialize, then initialized): its id."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    async with httpx.AsyncClient(timeout=WAIT) as http:
+        opened = await http.post(f"{base_url}/mcp", json=initialize, headers=headers)
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+        ready = await http.post(
+            f"{base_url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+        )
+        assert ready.status_code == 202, ready.text
+    return session
+
+
+def http_post(port: int, session: str, message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+        f"Mcp-Session-Id: {session}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def test_a_kept_answer_handed_to_a_call_whose_connection_reset_is_kept_again(
+    start_gateway: StartGateway, redis_url: str
+) -> None:
+    gateway = start_gateway()
+    port = int(gateway.url.rsplit(":", 1)[1])
+    arguments = {"message": "Deploy after two drops?", "schema": APPROVAL, "uiType": "web"}
+    async with behind_proxy(gateway) as (proxy, base_url):
+        url = await dropped_while_waiting(base_url, arguments, "legacy", proxy)
+    assert (await post_form(url, ACCEPT)).status_code == 303
+    session = await legacy_session(gateway.url)
+    released_before = await hdel_calls(redis_url)
+    # The second call reaches the gateway but its connection is reset before any answer can go
+    # back: the call is written while the gateway is stopped, then the socket is reset, so the
+    # gateway reads the whole request and only then finds its client gone.
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as raw:
+        raw.sendall(http_post(port, session, {"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        assert raw.recv(65536).startswith(b"HTTP/1.1 202")  # the connection is the gateway's now
+        os.killpg(gateway.process.pid, signal.SIGSTOP)
+        try:
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "elicit", "arguments": arguments},
+            }
+            raw.sendall(http_post(port, session, call))
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+        finally:
+            raw.close()
+            os.killpg(gateway.process.pid, signal.SIGCONT)
+    deadline = time.monotonic() + WAIT
+    while await hdel_calls(redis_url) == released_before:  # the kept answer given back
+        assert time.monotonic() < deadline, "the kept answer handed to the reset call was not given back"
+        await asyncio.sleep(0.05)  # polling Redis's counters, bounded by the deadline
+    kept = await kept_result(gateway.url, arguments, "legacy")
+    assert text_of(kept) == ACCEPTED
+    assert kept.structured_content is not None and kept.structured_content["id"] == hf_id_of(url)
+    assert list(await stored_requests(redis_url)) == [hf_id_of(url)]
