@@ -1,10 +1,11 @@
 """Noting, in the background and in batches, that calls returned people's answers.
 
-A result handed to a call must not be handed to the next identical call (SPEC §6 keeps it only
-until some call returns it). Writing that down is never allowed to delay the result itself, nor
-to cost one round trip per answer under a burst: marks are queued here and written a few at a
-time by one task. A mark lost to a crash only means an identical call gets the same answer once
-more: never a lost answer.
+A result a live client received must not be handed to the next identical call (SPEC §6 keeps it
+only until some call returns it); one that reached no client stays kept for that call
+(``gateway.mcp.delivery`` tells which). Writing that down is never allowed to delay the result
+itself, nor to cost one round trip per answer under a burst: marks are queued here and written a
+few at a time by one task. A mark lost to a crash only means an identical call gets the same answer
+once more: never a lost answer.
 """
 
 from __future__ import annotations
@@ -33,13 +34,23 @@ class ReturnedMarks:
 
     def __init__(self, store: HumanFunctionStore) -> None:
         self._store = store
-        self._pending: dict[str, None] = {}
+        self._pending: dict[str, bool] = {}
+        """Each queued id: True to mark it returned, False to release it (latest wins)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def mark(self, hf_id: str) -> None:
         """Note that a call returned ``hf_id``'s answer (written within ``BATCH_DELAY``)."""
-        self._pending[hf_id] = None
+        self._queue(hf_id, True)
+
+    def release(self, hf_id: str) -> None:
+        """Note that the kept answer of ``hf_id``, handed to a call, reached no client: the next
+        identical call gets it (written within ``BATCH_DELAY``)."""
+        self._queue(hf_id, False)
+
+    def _queue(self, hf_id: str, returned: bool) -> None:
+        self._pending.pop(hf_id, None)  # the latest note goes last
+        self._pending[hf_id] = returned
         if len(self._pending) > MAX_PENDING:
             self._pending.pop(next(iter(self._pending)))
         self._wake.set()
@@ -69,8 +80,12 @@ class ReturnedMarks:
                 self._wake.set()
 
     async def _flush(self) -> None:
-        batch = list(self._pending)
+        batch = dict(self._pending)
         if batch:
-            await self._store.mark_returned(batch)
-            for hf_id in batch:
-                self._pending.pop(hf_id, None)
+            await self._store.note_returned(
+                [hf_id for hf_id, returned in batch.items() if returned],
+                [hf_id for hf_id, returned in batch.items() if not returned],
+            )
+            for hf_id, returned in batch.items():
+                if self._pending.get(hf_id) is returned:  # not noted again meanwhile
+                    self._pending.pop(hf_id)

@@ -255,11 +255,15 @@ class HumanFunctionStore:
         return bool(started)
 
     @store_operation
-    async def mark_returned(self, hf_ids: list[str]) -> None:
-        """Calls returned these functions' results: identical calls now ask again (one round trip)."""
+    async def note_returned(self, returned: list[str], released: list[str]) -> None:
+        """Clients received the results of ``returned`` (identical calls now ask again); the kept
+        results of ``released`` were handed out but reached no client (the next identical call gets
+        them). One round trip."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            for hf_id in hf_ids:
+            for hf_id in returned:
                 pipe.hset(keys.human_function(hf_id), "returned", "1")
+            for hf_id in released:
+                pipe.hdel(keys.human_function(hf_id), "returned")
             await pipe.execute()
 
     @store_operation

@@ -86,9 +86,10 @@ CREATE = (
 --       10 its expire reason, 11 owner, 12 new requests allowed per minute, 13 pending requests
 --       allowed, 14 now (ms since epoch), 15 bytes the owner may keep, 16 bytes this request
 --       keeps, 17.. the delivery job's commands.
--- An identical pending request is re-attached to; an identical one a person answered and no call
--- has returned yet is handed out once (then marked returned); otherwise, within the owner's
--- limits, a new one is stored: {'limited', which limit, seconds to wait} when past one.
+-- An identical pending request is re-attached to; an identical one a person answered and no client
+-- has received yet is handed out once (then marked returned, until the call's client turns out to
+-- be gone: gateway.mcp.delivery); otherwise, within the owner's limits, a new one is stored:
+-- {'limited', which limit, seconds to wait} when past one.
 local existing = redis.call('GET', KEYS[2])
 if existing then
   local key = ARGV[8] .. existing .. '}'

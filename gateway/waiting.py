@@ -59,7 +59,8 @@ async def wait_for_end(
     Reports a tick at once and then at least every poll interval: the first pause is a random
     part of the interval (at least half), so calls opened together do not all tick together and
     the process's work is spread evenly over each interval. Cancelling this coroutine (client
-    gone) leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``.
+    gone) leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``. The caller
+    notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
     """
     waiter = events.watch(hf.id, hf.deadline, hf.delivery_error)
     try:
@@ -81,13 +82,12 @@ async def wait_for_end(
         outcome = waiter.ended
     finally:
         events.unwatch(waiter)
-    returned(service, hf, outcome)
     return outcome
 
 
 def returned(service: HumanFunctionService, hf: HumanFunction, outcome: Outcome) -> None:
-    """Note (in the background) that a call returns a person's answer, so an identical call asks
-    again instead of receiving it a second time."""
+    """Note (in the background) that a client received a person's answer, so an identical call
+    asks again instead of receiving it a second time."""
     if outcome.via not in NOT_A_PERSON:
         service.returned.mark(hf.id)
 

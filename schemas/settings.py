@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     """Seconds a ``request_human_input`` request waits for a person to start answering before it is
     canceled; once someone starts (opens the form or a modal), it waits the caller's full timeout."""
     result_retention: float = Field(3600.0, ge=0)
-    """Seconds a person's answer that no call has returned yet is kept for the next identical call
+    """Seconds a person's answer that no client has received yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
     client_elicitation: Literal["race", "off"] = "race"
     """``race``: also ask through the calling MCP client's own form when it declares form elicitation

@@ -9,11 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from gateway.callers import Caller
 from gateway.mcp.client_form import start_race, stop_race
+from gateway.mcp.delivery import after_delivery
 from gateway.mcp.texts import (
     OPEN_FAILED_TEXT,
     RESTARTING_TEXT,
@@ -27,7 +29,7 @@ from gateway.mcp.texts import (
 from gateway.metrics import OPENED
 from gateway.runtime import Runtime
 from gateway.store import Opened
-from gateway.waiting import GatewayStopping, Tick, wait_for_end
+from gateway.waiting import GatewayStopping, Tick, returned, wait_for_end
 from schemas.errors import HumangateError, StoreUnavailableError
 from schemas.models import HumanFunction, Outcome
 
@@ -65,17 +67,25 @@ class Question:
 async def open_question(
     call: Call, question: Question
 ) -> tuple[HumanFunction, Opened] | types.CallToolResult:
-    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result."""
+    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result.
+
+    A kept answer handed out here is marked returned as it is handed out (atomically, so that two
+    identical calls do not both get it); if this request's response then reaches no client, it is
+    kept again for the next identical call (``gateway.mcp.delivery``)."""
+    runtime = call.runtime
     try:
-        hf, opened = await call.runtime.service.open(
-            call.caller,
-            question.channel,
-            question.message,
-            question.schema,
-            timeout=question.timeout,
-            idle_timeout=question.idle_timeout,
-            other_fields=question.other_fields,
-        )
+        # Shielded: a call cancelled (or, on 2026-07-28, disconnected) mid-open must still learn
+        # whether it took a kept answer, to give it back.
+        with anyio.CancelScope(shield=True):
+            hf, opened = await runtime.service.open(
+                call.caller,
+                question.channel,
+                question.message,
+                question.schema,
+                timeout=question.timeout,
+                idle_timeout=question.idle_timeout,
+                other_fields=question.other_fields,
+            )
     except StoreUnavailableError as exc:
         logger.warning("could not open a request: %s", exc)
         return text_result(STORE_UNAVAILABLE_TEXT, error=True)
@@ -86,6 +96,8 @@ async def open_question(
         return text_result(OPEN_FAILED_TEXT, error=True)
     if opened is Opened.CREATED:
         OPENED.labels(channel=question.channel).inc()
+    elif opened is Opened.RETAINED:
+        after_delivery(call.ctx, delivered=lambda: None, lost=lambda: runtime.service.returned.release(hf.id))
     return hf, opened
 
 
@@ -93,7 +105,8 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
     """Open (or re-attach to) a Human Function and wait for it to end; never raises.
 
     While the channel waits, a client that declares form elicitation is asked in its own form too
-    (``gateway.mcp.client_form``)."""
+    (``gateway.mcp.client_form``). A person's answer counts as returned only once the client
+    received it (``gateway.mcp.delivery``): otherwise the next identical call gets it."""
     runtime = call.runtime
     opening = await open_question(call, question)
     if isinstance(opening, types.CallToolResult):
@@ -124,4 +137,5 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
         return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
     finally:
         await stop_race(race)
+    after_delivery(call.ctx, delivered=lambda: returned(runtime.service, hf, outcome))
     return result_of(outcome, hf)

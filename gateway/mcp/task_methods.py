@@ -19,9 +19,10 @@ from pydantic import Field, ValidationError
 from gateway.callers import owns
 from gateway.mcp.asking import Call, Question, ResultOf
 from gateway.mcp.client_form import answer_from_client, rejection_note
+from gateway.mcp.delivery import after_delivery
 from gateway.mcp.task_store import TaskRecord, TaskStore
 from gateway.mcp.tasks import FORM_REQUEST, RELATED_TASK_META, Era, TaskView, start_task, task_era, view
-from gateway.waiting import GatewayStopping, wait_for_end
+from gateway.waiting import GatewayStopping, returned, wait_for_end
 from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError, UnknownRequestError
 from schemas.models import Action, HumanFunction
 
@@ -83,9 +84,11 @@ class TaskMethods:
                 return None
 
             try:
-                outcome = await wait_for_end(call.runtime.service, call.runtime.events, hf, quiet)
+                ended = await wait_for_end(call.runtime.service, call.runtime.events, hf, quiet)
             except GatewayStopping:
                 raise MCPError(code=types.INTERNAL_ERROR, message="humangate is restarting") from None
+            after_delivery(ctx, delivered=lambda: returned(call.runtime.service, hf, ended))
+            outcome = ended
         assert outcome is not None
         result = self.result_of(record.tool)(outcome, hf)
         meta = {**(result.meta or {}), RELATED_TASK_META: {"taskId": record.task_id}}

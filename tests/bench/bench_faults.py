@@ -1,8 +1,9 @@
 """Benchmark recovery from faults: for each fault, how long it lasted and the time from recovery to
 every agent's result, on real processes. Run by hand from the repository root:
 
-    python tests/bench/bench_faults.py                  # all eight scenarios, about 4 minutes
+    python tests/bench/bench_faults.py                  # all nine scenarios, about 5 minutes
     python tests/bench/bench_faults.py --scenarios 1,5
+    python tests/bench/bench_faults.py --scenarios 9 --drops 10
 
 Scenarios (the same faults as tests/gateway/test_faults.py and tests/workers/test_worker_faults.py):
 1. Redis restarted (AOF on) with 20 waiting calls; answers posted as soon as it is back.
@@ -14,10 +15,14 @@ Scenarios (the same faults as tests/gateway/test_faults.py and tests/workers/tes
 6. A worker behind a dead network path (blackholed, healed at once): request to Slack post.
 7. A gateway stopped (SIGTERM) mid-wait, then started again on the same port and the call re-made.
 8. 1,000 requests overdue at once (short timeout, created via REST): ended_at - deadline.
+9. An agent's connection reset mid-wait (a TCP proxy drops every connection), the person answers,
+   the agent calls again with the same arguments: the re-call to the kept answer, in each protocol
+   era, ``--drops`` times each (tests/gateway/test_drop.py).
 
 Gateways are ``python -m gateway.cli serve``, workers ``python -m gateway.cli worker --channels
 slack``, each in its own process group, stopped on exit (also on errors and SIGTERM). Agents are the
-official MCP client in the 2025-11-25 era, one session each; the fake Slack runs in this process.
+official MCP client in the 2025-11-25 era, one session each (scenario 9: both eras); the fake Slack
+runs in this process.
 Progress goes to stderr; stdout gets a table, then the same figures as one JSON line. Exit status: 0
 if no call failed and every check held, 1 otherwise, 2 if the benchmark could not measure.
 """
@@ -73,7 +78,8 @@ from tests.bench.harness import (
 )
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_callbacks import click, send
-from tests.faults import proxy_to, restartable_redis
+from tests.faults import TcpProxy, proxy_to, restartable_redis
+from tests.mcp_client import ERAS, Era
 
 ROOMY = {
     "HUMANGATE_RATE_LIMIT": "100000",
@@ -114,6 +120,7 @@ class Options:
     scenarios: list[int]
     overdue: int
     overdue_timeout: int
+    drops: int
     json_path: Path | None
 
 
@@ -232,6 +239,7 @@ class Agent:
     time it arrived, and the time its result arrived."""
 
     arguments: dict[str, Any]
+    era: Era = "legacy"
     progress: list[tuple[float, str]] = field(default_factory=list)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     task: asyncio.Task[types.CallToolResult] | None = None
@@ -244,7 +252,7 @@ class Agent:
     async def _call(self, base_url: str) -> types.CallToolResult:
         async with (
             create_mcp_http_client() as http,
-            Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode="legacy") as client,
+            Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode=self.era) as client,
         ):
             try:
                 return await client.call_tool("elicit", self.arguments, progress_callback=self._on_progress)
@@ -628,6 +636,53 @@ async def overdue(run: Run, count: int, timeout: int) -> None:
         run.check(8, failed == 0, f"{failed} request(s) not created or not expired")
 
 
+async def drop_then_call_again(proxy: TcpProxy, http: httpx.AsyncClient, era: Era, label: str) -> float | str:
+    """One call through ``proxy``, reset mid-wait, answered, then made again: the seconds from the
+    second call's start to its result, or what went wrong."""
+    via_proxy = f"http://127.0.0.1:{proxy.port}"
+    arguments = web_arguments(label)
+    agent = Agent(arguments, era).start(via_proxy)
+    url = await agent.form_url()
+    proxy.refuse()  # every connection reset both ways, new ones refused
+    gave_up = await agent.result()
+    proxy.heal()
+    if isinstance(gave_up, types.CallToolResult):
+        return f"the dropped call got a result: {text(gave_up)[:120]}"
+    _, problem, _ = await post_answer(http, url)
+    if problem:
+        return problem
+    again = Agent(arguments, era)
+    started = time.monotonic()
+    result = await again.start(via_proxy).result()
+    if again.progress:
+        return f"the re-call asked again: {again.progress[0][1][:120]}"
+    if text(result) != ACCEPTED:
+        return f"re-call: {text(result)[:120]}"
+    return again.finished_at - started
+
+
+async def dropped_agents(run: Run, drops: int) -> None:
+    """9: an agent's connection reset mid-wait, the answer given, the same call made again."""
+    async with contextlib.AsyncExitStack() as stack:
+        gateway = await start_gateway(run, stack, run.redis_url, "s9")
+        with proxy_to(int(gateway.url.rsplit(":", 1)[1])) as proxy:
+            async with httpx.AsyncClient(timeout=STEP_TIMEOUT) as http:
+                for era in ERAS:
+                    before = await stored_requests(run.redis_url)
+                    outcomes = [
+                        await drop_then_call_again(proxy, http, era, f"s9 {era} #{i}") for i in range(drops)
+                    ]
+                    opened = await stored_requests(run.redis_url) - before
+                    times = [o for o in outcomes if isinstance(o, float)]
+                    failures = [o for o in outcomes if isinstance(o, str)]
+                    notes = f"requests opened {opened} for {drops} calls"
+                    notes += f"; first failure: {failures[0]}" if failures else ""
+                    fault = f"agent's connection reset mid-wait ({era})"
+                    run.row(Row(9, fault, None, "re-call to the kept answer", times, len(failures), notes))
+                    run.check(9, not failures, f"{era}: {len(failures)} re-call(s) without the kept answer")
+                    run.check(9, opened == drops, f"{era}: {opened} requests opened for {drops} calls")
+
+
 async def run_all(opts: Options) -> Run:
     work_dir = Path(tempfile.mkdtemp(prefix="humangate-bench-faults-"))
     try:
@@ -647,6 +702,8 @@ async def run_all(opts: Options) -> Run:
                     await stopped_gateway(run)
                 elif scenario == 8:
                     await overdue(run, opts.overdue, opts.overdue_timeout)
+                elif scenario == 9:
+                    await dropped_agents(run, opts.drops)
                 async with Redis.from_url(server.url) as redis:
                     await redis.flushdb()
     except BaseException:
@@ -683,15 +740,18 @@ def parse_args() -> Options:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scenarios", default="1,2,3,4,5,6,7,8", help="comma-separated, of 1..8")
+    parser.add_argument("--scenarios", default="1,2,3,4,5,6,7,8,9", help="comma-separated, of 1..9")
     parser.add_argument("--overdue", type=int, default=1000, help="(8) requests overdue at once")
     parser.add_argument("--overdue-timeout", type=int, default=6, help="(8) their timeout, seconds")
+    parser.add_argument("--drops", type=int, default=5, help="(9) dropped calls per protocol era")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = parser.parse_args()
     scenarios = [int(s) for s in args.scenarios.split(",") if s.strip()]
-    if not scenarios or any(s not in range(1, 9) for s in scenarios):
-        parser.error("--scenarios takes numbers from 1 to 8")
-    return Options(scenarios, args.overdue, args.overdue_timeout, args.json)
+    if not scenarios or any(s not in range(1, 10) for s in scenarios):
+        parser.error("--scenarios takes numbers from 1 to 9")
+    if args.drops < 1:
+        parser.error("--drops: must be at least 1")
+    return Options(scenarios, args.overdue, args.overdue_timeout, args.drops, args.json)
 
 
 def main() -> int:

@@ -169,9 +169,21 @@ async def test_a_kept_answer_goes_to_the_next_identical_call_once(store: HumanFu
 async def test_a_returned_answer_is_not_handed_out_again(store: HumanFunctionStore) -> None:
     await create(store, make_hf("a1"), "same")
     await finish(store, "a1", accepted("ada"), retain=True)
-    await store.mark_returned(["a1"])
+    await store.note_returned(["a1"], [])
     fresh, opened = await create(store, make_hf("b2"), "same")
     assert opened is Opened.CREATED and fresh.id == "b2"
+
+
+async def test_a_kept_answer_that_reached_no_client_is_handed_out_again(store: HumanFunctionStore) -> None:
+    await create(store, make_hf("a1"), "same")
+    await finish(store, "a1", accepted("ada"), retain=True)
+    _, opened = await create(store, make_hf("b2"), "same")
+    assert opened is Opened.RETAINED
+    await store.note_returned([], ["a1"])  # that call's client was gone
+    again, opened_again = await create(store, make_hf("c3"), "same")
+    assert opened_again is Opened.RETAINED and again.id == "a1"
+    fresh, opened_fresh = await create(store, make_hf("d4"), "same")
+    assert opened_fresh is Opened.CREATED and fresh.id == "d4"
 
 
 async def test_expired_and_withdrawn_requests_are_never_kept(store: HumanFunctionStore) -> None:
