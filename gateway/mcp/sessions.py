@@ -17,7 +17,6 @@ upgrade changes it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -38,7 +37,8 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.mcp.replies import ReplyRouter, is_reply
 from gateway.mcp.session_registry import SessionRecord, SessionRegistry
-from schemas.errors import StoreUnavailableError
+from schemas.errors import InvalidJsonError, StoreUnavailableError
+from schemas.json_text import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +73,10 @@ def _error(message: str, status: int, code: int = INVALID_REQUEST) -> Response:
 def _opening_record(body: bytes, owner: str) -> SessionRecord | None:
     """The record of a session from the body of the ``initialize`` request that opened it."""
     try:
-        message = json.loads(body)
+        message = read_json(body)
         params: dict[str, Any] = message["params"] if message.get("method") == "initialize" else {}
         requested = InitializeRequestParams.model_validate(params, by_name=False).protocol_version
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (InvalidJsonError, ValueError, KeyError, TypeError, AttributeError):
         return None
     version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
     return SessionRecord(owner, version, params)
