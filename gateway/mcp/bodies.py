@@ -32,7 +32,8 @@ ARGUMENTS_STATE_KEY = "humangate_tool_arguments"
 def _parse_error(detail: str) -> Response:
     error = ErrorData(code=PARSE_ERROR, message=f"Parse error: {detail}")
     body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
-    return Response(body.model_dump_json(by_alias=True), 400, media_type="application/json")
+    text = body.model_dump_json(by_alias=True, exclude_unset=True)
+    return Response(text, 400, media_type="application/json")
 
 
 def _valid(value: Any) -> Any:
