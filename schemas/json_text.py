@@ -34,12 +34,17 @@ _PARENS = str.maketrans("[{]}", "(())")
 _LONG_NUMBER = re.compile(rf"[-+.eE0-9]{{{MAX_NUMBER_DIGITS + 1},}}")
 
 
-def depth(outside_strings: str, most: int = MAX_DEPTH) -> int:
+def outside_strings(text: str) -> str:
+    """JSON text with every string removed (what is left are brackets, numbers and literals)."""
+    return _STRING.sub("", text)
+
+
+def depth(stripped: str, most: int = MAX_DEPTH) -> int:
     """The deepest nesting of arrays and objects in JSON text with its strings removed, or more than
     ``most`` once it is known to be deeper. Exact for JSON; for broken text, at least as deep as a
     parser would go. No recursion and no Python loop per character: each pass removes every
     innermost ``()`` pair in C, so a 256 KiB body takes milliseconds."""
-    brackets = _NOT_BRACKET.sub("", outside_strings).translate(_PARENS)
+    brackets = _NOT_BRACKET.sub("", stripped).translate(_PARENS)
     passes = 0
     while brackets and passes <= most:
         inner_removed = brackets.replace("()", "")
@@ -71,10 +76,10 @@ def read_json(data: bytes | str) -> Any:
             raise InvalidJsonError(NOT_UTF8) from None
     else:
         text = data
-    outside_strings = _STRING.sub("", text)
-    if depth(outside_strings) > MAX_DEPTH:
+    rest = outside_strings(text)
+    if depth(rest) > MAX_DEPTH:
         raise InvalidJsonError(f"is nested deeper than {MAX_DEPTH} levels")
-    if _LONG_NUMBER.search(outside_strings):
+    if _LONG_NUMBER.search(rest):
         raise InvalidJsonError(f"has a number of more than {MAX_NUMBER_DIGITS} characters")
     try:
         # Integers need no hook (their length is checked above); floats are few and may overflow.
