@@ -38,6 +38,8 @@ from typing import Any
 import httpx
 from redis.asyncio import Redis
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from gateway import redis_keys as keys
 from gateway.embedded import EmbeddedRedis, free_port
 from gateway.limits import MAX_BODY_BYTES, WEBHOOK_BODY_BYTES
