@@ -3,13 +3,14 @@
 Run by hand from the repository root (pytest does not collect it)::
 
     python tests/bench/bench_edge.py                        # both parts
-    python tests/bench/bench_edge.py --parts s --sessions 1000 --workers 2
+    python tests/bench/bench_edge.py --parts s --sessions 1000 --gateways 2
     python tests/bench/bench_edge.py --parts s --root /path/to/older/checkout
 
 (s) ``--sessions`` ``initialize`` requests sent at once from one anonymous address (one
-``X-Forwarded-For``, as a reverse proxy sets it) to ``humangate serve --workers N`` with the
-default caps; prints how many sessions opened (the cap is 20), what the others got, and how many
-session slots Redis holds for the address afterwards.
+``X-Forwarded-For``, as a reverse proxy sets it), spread over ``--gateways`` gateways on one Redis
+(each ``humangate serve --workers N``, ``--workers``), with the default caps; prints how many
+sessions opened (the cap is 20), what the others got, and how many session slots Redis holds for
+the address afterwards.
 (b) For each kind of hostile body (deep nesting, long numbers, infinities, NaN, other encodings,
 lone surrogates), bodies of growing size up to each route's body limit, posted to ``/mcp`` with a
 2025-11-25 session and in 2026-07-28, ``/v1/requests``, and the Slack, Discord and Teams callbacks
@@ -123,13 +124,25 @@ async def gateway_at(
 
 
 async def sessions_part(opts: argparse.Namespace, redis_url: str, work_dir: Path) -> dict[str, Any]:
-    async with gateway_at(redis_url, opts.root, work_dir, "sessions", opts.workers, {}) as url:
-        note(f"(s) {opts.sessions} concurrent initialize from {ADDRESS}, {opts.workers} process(es)")
+    async with contextlib.AsyncExitStack() as stack:
+        urls = [
+            await stack.enter_async_context(
+                gateway_at(redis_url, opts.root, work_dir, f"sessions-{n}", opts.workers, {})
+            )
+            for n in range(opts.gateways)
+        ]
+        note(
+            f"(s) {opts.sessions} concurrent initialize from {ADDRESS} over {opts.gateways} gateway(s) "
+            f"of {opts.workers} process(es)"
+        )
         limits = httpx.Limits(max_connections=opts.sessions, max_keepalive_connections=0)
         headers = ACCEPT | {"X-Forwarded-For": ADDRESS}
         async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, limits=limits) as client:
             responses = await asyncio.gather(
-                *(client.post(f"{url}/mcp", json=INITIALIZE, headers=headers) for _ in range(opts.sessions)),
+                *(
+                    client.post(f"{urls[i % len(urls)]}/mcp", json=INITIALIZE, headers=headers)
+                    for i in range(opts.sessions)
+                ),
                 return_exceptions=True,
             )
         statuses: Counter[str] = Counter(
@@ -139,6 +152,7 @@ async def sessions_part(opts: argparse.Namespace, redis_url: str, work_dir: Path
             held = await redis.zcard(keys.mcp_sessions_of(f"anonymous:{ADDRESS}"))
     return {
         "sent": opts.sessions,
+        "gateways": opts.gateways,
         "workers": opts.workers,
         "opened": statuses.get("200", 0),
         "statuses": dict(statuses),
@@ -245,7 +259,8 @@ def report(summary: dict[str, Any]) -> None:
     if "sessions" in summary:
         s = summary["sessions"]
         out(
-            f"(s) {s['sent']} concurrent initialize from one address, {s['workers']} process(es): "
+            f"(s) {s['sent']} concurrent initialize from one address, {s['gateways']} gateway(s) of "
+            f"{s['workers']} process(es): "
             f"{s['opened']} sessions opened (cap 20); statuses {s['statuses']}; "
             f"{s['slots_in_redis']} slots held in Redis"
         )
@@ -269,11 +284,12 @@ def main() -> int:
     )
     parser.add_argument("--parts", default="sb", help="s: the session cap; b: hostile bodies")
     parser.add_argument("--sessions", type=int, default=1000, help="initialize requests sent at once")
-    parser.add_argument("--workers", type=int, default=1, help="gateway processes of part (s)")
+    parser.add_argument("--gateways", type=int, default=2, help="gateways on one Redis in part (s)")
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers of each gateway of (s)")
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout of humangate to run")
     opts = parser.parse_args()
-    if not set(opts.parts) <= {"s", "b"} or opts.sessions < 1 or opts.workers < 1:
-        parser.error("--parts is made of s and b; --sessions and --workers must be >= 1")
+    if not set(opts.parts) <= {"s", "b"} or min(opts.sessions, opts.gateways, opts.workers) < 1:
+        parser.error("--parts is made of s and b; --sessions, --gateways and --workers must be >= 1")
     opts.root = opts.root.resolve()
     with tempfile.TemporaryDirectory(prefix="humangate-edge-") as work_dir:
         summary = measure(run(opts, Path(work_dir)))
