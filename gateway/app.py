@@ -26,6 +26,7 @@ from gateway.inbound.teams import messages as teams_messages
 from gateway.inbox import routes as inbox
 from gateway.limits import BodySizeLimit
 from gateway.logs import configure_logging
+from gateway.mcp.bodies import McpBodies
 from gateway.mcp.delivery import DeliveryWatching
 from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
@@ -100,7 +101,9 @@ def create_app(
     )
     install_error_handlers(app)
     # A plain Route (not a Mount) so that exactly "/mcp" matches, with no trailing-slash redirect.
-    mcp_endpoint = CallerAuth(DeliveryWatching(StreamableHTTPASGIApp(session_manager)), get_runtime)
+    mcp_endpoint = CallerAuth(
+        DeliveryWatching(McpBodies(StreamableHTTPASGIApp(session_manager))), get_runtime
+    )
     # No GET: a 2025-11-25 client would hold a standalone SSE stream open per session for
     # server-initiated messages, which humangate never sends (progress travels on each call's own
     # stream). The transport spec lets a server refuse it with 405, and it halves a session's memory.

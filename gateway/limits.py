@@ -75,7 +75,7 @@ class BodySizeLimit:
         while True:
             message = await receive()
             if message["type"] != "http.request":  # the client went away
-                await self.app(scope, _replay(message, receive), send)
+                await self.app(scope, replay(message, receive), send)
                 return
             chunk = message.get("body", b"")
             seen += len(chunk)
@@ -86,10 +86,10 @@ class BodySizeLimit:
             if not message.get("more_body", False):
                 break
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
 
-def _replay(first: Message, receive: Receive) -> Receive:
+def replay(first: Message, receive: Receive) -> Receive:
     """A ``receive`` that returns ``first`` once, then whatever the server sends (a disconnect)."""
     pending: list[Message] = [first]
 

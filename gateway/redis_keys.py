@@ -113,7 +113,9 @@ def mcp_session(session_id: str) -> str:
 
 def mcp_sessions_of(owner: str) -> str:
     """Sorted set: the open 2025-11-25 MCP sessions of one caller identity (id -> expiry in ms),
-    which caps how many one caller keeps. TTL: ``gateway.mcp.sessions.SESSION_TTL`` after the last."""
+    which caps how many one caller keeps, plus the slots reserved for sessions being opened
+    (``opening:<token>`` -> the end of ``gateway.mcp.session_registry.OPENING_LEASE``).
+    TTL: ``gateway.mcp.session_registry.SESSION_TTL`` after the last."""
     return f"{PREFIX}:mcp-sessions-of:{{{owner}}}"
 
 

@@ -6,9 +6,12 @@ Every status an operation can return is in its OpenAPI ``responses``, errors wit
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
@@ -19,11 +22,34 @@ from gateway.runtime import Runtime
 from gateway.service import check_request
 from gateway.store import Opened
 from gateway.waiting import returned
-from schemas.errors import UnknownRequestError
+from schemas.errors import InvalidJsonError, UnknownRequestError
+from schemas.json_text import read_json
 from schemas.models import HumanFunction
 from schemas.results import is_error, result_text, structured_result
 
-router = APIRouter(prefix="/v1", tags=["requests"])
+
+class BoundedJsonRoute(APIRoute):
+    """A route whose JSON body is read within bounds (``schemas.json_text``) before FastAPI reads
+    it: deep nesting, long numbers, infinities and other encodings are a 422 naming the rule
+    (FastAPI's own reading answers them with a bare 400, or takes UTF-16)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def bounded(request: Request) -> Response:
+            body = await request.body()
+            if body:
+                try:
+                    read_json(body)
+                except InvalidJsonError as exc:
+                    error = {"type": "value_error", "loc": ("body",), "msg": exc.rule}
+                    raise RequestValidationError([error]) from None
+            return await handler(request)
+
+        return bounded
+
+
+router = APIRouter(prefix="/v1", tags=["requests"], route_class=BoundedJsonRoute)
 
 
 CREATE_EXAMPLE: dict[str, Any] = {

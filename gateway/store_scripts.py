@@ -277,3 +277,19 @@ return 1
 """
 )
 """Give a request with an idle timeout its full deadline (a person started answering); 1 if it did."""
+
+ADMIT = """
+-- KEYS: 1 the owner's open MCP sessions.
+-- ARGV: 1 now (ms since epoch), 2 sessions allowed, 3 the reservation's member, 4 its expiry (ms).
+-- Drops the owner's expired sessions, counts the rest and, below the cap, reserves one more slot in
+-- the same step, so openings racing in any number of processes never pass the cap: 1 if reserved.
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 or tonumber(ARGV[1]) + ttl < tonumber(ARGV[4]) then
+  redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+end
+return 1
+"""
+"""Reserve a slot for a new MCP session of one caller within its cap, atomically; 1 if reserved."""

@@ -4,6 +4,7 @@
      ├── InvalidSchemaError       the caller's schema breaks a flat-schema rule
      ├── InvalidAnswerError       a person's answer does not satisfy the schema
      ├── InvalidRequestError      a caller's arguments are malformed (bad field, too large)
+     │    └── InvalidJsonError        a body is not JSON within bounds (encoding, nesting, numbers)
      ├── AuthError                a wrong API key, or anonymous where auth is required
      ├── SignatureError           an inbound callback is not signed as the platform signs
      ├── NotConfiguredError       a channel was asked for but its settings are missing
@@ -57,6 +58,15 @@ class InvalidAnswerError(HumangateError):
 
 class InvalidRequestError(HumangateError):
     """The caller's arguments are malformed; the message names the field and the rule."""
+
+
+class InvalidJsonError(InvalidRequestError):
+    """A body is not JSON humangate reads (``schemas.json_text``); ``rule`` says why, the message
+    names the body: ``body: is nested deeper than 64 levels``."""
+
+    def __init__(self, rule: str) -> None:
+        self.rule = rule
+        super().__init__(f"body: {rule}")
 
 
 class AuthError(HumangateError):

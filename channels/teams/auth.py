@@ -18,7 +18,6 @@ than ``KEYS_MAX_AGE``, or once per ``kid`` it has not seen, at most every ``REFR
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,8 @@ from typing import Any
 
 import jwt
 
-from schemas.errors import SignatureError
+from schemas.errors import InvalidJsonError, SignatureError
+from schemas.json_text import read_json
 
 ALGORITHM = "RS256"
 """The only signing algorithm Bot Framework uses and the only one accepted."""
@@ -128,9 +128,9 @@ def key_id(token: str) -> str:
 def read_activity(body: bytes) -> dict[str, Any]:
     """The activity JSON of a request body (needed to check the token's ``serviceurl``)."""
     try:
-        activity = json.loads(body)
-    except ValueError:
-        raise SignatureError("the body is not JSON, so it is not a Bot Framework activity") from None
+        activity = read_json(body)
+    except InvalidJsonError as exc:
+        raise SignatureError(f"the body {exc.rule}, so it is not a Bot Framework activity") from None
     if not isinstance(activity, dict):
         raise SignatureError("the body is not a JSON object, so it is not a Bot Framework activity")
     return activity

@@ -23,7 +23,8 @@ from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
 from gateway.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
-from schemas.errors import StoreUnavailableError
+from schemas.errors import InvalidJsonError, StoreUnavailableError
+from schemas.json_text import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,8 @@ Deliver = Callable[[str, bytes, dict[str, str]], Awaitable[None]]
 def is_reply(body: bytes) -> bool:
     """Whether a POST body is a JSON-RPC response (to a request the server sent), not a request."""
     try:
-        message = json.loads(body)
-    except ValueError:
+        message = read_json(body)
+    except InvalidJsonError:
         return False
     return (
         isinstance(message, dict)

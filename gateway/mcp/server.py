@@ -20,6 +20,7 @@ from gateway.hosts import allowed_hosts, allowed_origins
 from gateway.limits import MAX_BODY_BYTES
 from gateway.mcp import app
 from gateway.mcp.asking import Call, Question, ResultOf, ask
+from gateway.mcp.bodies import arguments_of
 from gateway.mcp.sessions import LOCAL_IDLE_TIMEOUT, SharedSessionManager
 from gateway.mcp.task_methods import LegacyTaskCalls, TaskMethods, TaskUpdateParams
 from gateway.mcp.tasks import TASKS_EXTENSION, start_task, task_era
@@ -89,7 +90,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
         entry = TOOLS.get(params.name)
         if entry is None or not entry.task_support:
             return None
-        return await entry.prepare(call, params.arguments), entry.result_of
+        return await entry.prepare(call, arguments_of(call.ctx, params)), entry.result_of
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -101,7 +102,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
         if entry is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         call = call_of(ctx)
-        prepared = await entry.prepare(call, params.arguments)
+        prepared = await entry.prepare(call, arguments_of(ctx, params))
         if isinstance(prepared, types.CallToolResult):
             return prepared
         if entry.task_support and task_era(call, params) == "2026":

@@ -1,9 +1,16 @@
 """The records of 2025-11-25 MCP sessions in Redis: what any gateway process needs to serve one
-(``gateway.mcp.sessions``), and how many each caller keeps open."""
+(``gateway.mcp.sessions``), and how many each caller keeps open.
+
+A caller's cap is kept by reserving a slot before its session is served (``admit``, one Lua script:
+count and reserve in one step, whichever process asks), turning the reservation into the session
+when it opens (``save``) and giving it back when it does not (``release``). A slot is free again
+when its session is deleted or expires, or, for a reservation whose process died, after
+``OPENING_LEASE``."""
 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -11,10 +18,18 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateway import redis_keys as keys
+from gateway import store_scripts as scripts
 from gateway.redis_client import store_operation, text
 
 SESSION_TTL = 1800
 """Seconds a session's record outlives its last request (the SDK's own idle timeout)."""
+
+OPENING_LEASE = 60
+"""Seconds a slot reserved for a session being opened is held: the ``initialize`` reply starts well
+within it, and a process that dies before then frees the slot when it passes."""
+
+RESERVATION_PREFIX = "opening:"
+"""How the member of a reserved slot starts (a session id is 32 hex digits, so they never clash)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +49,33 @@ class SessionRegistry:
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        self._admit = redis.register_script(scripts.ADMIT)
 
     @store_operation
-    async def count(self, owner: str) -> int:
-        """How many sessions ``owner`` keeps open now."""
-        key = keys.mcp_sessions_of(owner)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zremrangebyscore(key, "-inf", int(time.time() * 1000))
-            pipe.zcard(key)
-            _, count = await pipe.execute()
-        return int(count)
+    async def admit(self, owner: str, cap: int) -> str | None:
+        """Reserve a slot for a new session of ``owner`` if it keeps fewer than ``cap`` (open or
+        being opened); the reservation to hand to ``save`` or ``release``, or ``None`` when full."""
+        reservation = RESERVATION_PREFIX + secrets.token_hex(8)
+        now = int(time.time() * 1000)
+        reserved = await self._admit(
+            keys=[keys.mcp_sessions_of(owner)],
+            args=[now, cap, reservation, now + OPENING_LEASE * 1000],
+        )
+        return reservation if int(reserved) == 1 else None
 
     @store_operation
-    async def save(self, session_id: str, record: SessionRecord) -> None:
+    async def release(self, owner: str, reservation: str) -> None:
+        """Give back a slot reserved for a session that did not open."""
+        await self.redis.zrem(keys.mcp_sessions_of(owner), reservation)
+
+    @store_operation
+    async def save(self, session_id: str, record: SessionRecord, reservation: str | None = None) -> None:
+        """Record an opened session; its ``reservation`` (from ``admit``) becomes the session."""
         key = keys.mcp_session(session_id)
         owned = keys.mcp_sessions_of(record.owner)
         async with self.redis.pipeline(transaction=True) as pipe:
+            if reservation is not None:
+                pipe.zrem(owned, reservation)
             pipe.hset(
                 key,
                 mapping={

@@ -17,7 +17,6 @@ upgrade changes it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -38,7 +37,8 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.mcp.replies import ReplyRouter, is_reply
 from gateway.mcp.session_registry import SessionRecord, SessionRegistry
-from schemas.errors import StoreUnavailableError
+from schemas.errors import InvalidJsonError, StoreUnavailableError
+from schemas.json_text import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +73,10 @@ def _error(message: str, status: int, code: int = INVALID_REQUEST) -> Response:
 def _opening_record(body: bytes, owner: str) -> SessionRecord | None:
     """The record of a session from the body of the ``initialize`` request that opened it."""
     try:
-        message = json.loads(body)
+        message = read_json(body)
         params: dict[str, Any] = message["params"] if message.get("method") == "initialize" else {}
         requested = InitializeRequestParams.model_validate(params, by_name=False).protocol_version
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (InvalidJsonError, ValueError, KeyError, TypeError, AttributeError):
         return None
     version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
     return SessionRecord(owner, version, params)
@@ -109,20 +109,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         caller = _caller(scope)
         owner = caller.identity
         if session_id is None:
-            cap = self.sessions_per_key if caller.authenticated else self.sessions_per_address
-            try:
-                full = self.registry is not None and await self.registry.count(owner) >= cap
-            except StoreUnavailableError:
-                full = False  # the session still works in this process; the SDK's own cap holds
-            if full:
-                logger.warning("refused a new MCP session: %s keeps %d open already", caller.name, cap)
-                message = (
-                    f"Too many open sessions for this caller (at most {cap}): end one (DELETE /mcp) "
-                    "or wait for an idle one to expire"
-                )
-                await _error(message, 429)(scope, receive, send)
-                return
-            await self._open(scope, receive, send, owner)
+            await self._open(scope, receive, send, caller)
             return
         try:
             if session_id not in self._server_instances and not await self._adopt(session_id, owner):
@@ -148,9 +135,29 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         if scope["method"] == "DELETE" and session_id not in self._server_instances:
             await self._forget(session_id, owner)
 
-    async def _open(self, scope: Scope, receive: Receive, send: Send, owner: str) -> None:
-        """Serve a session's opening request; record the session before the client can use it."""
+    async def _open(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
+        """Serve a session's opening request within the caller's cap: a slot is reserved in Redis
+        before anything is served (atomically, whichever process asks), becomes the session when it
+        opens (recorded before the client can use it) and is given back when it does not."""
+        owner = caller.identity
+        cap = self.sessions_per_key if caller.authenticated else self.sessions_per_address
+        reservation: str | None = None
+        if self.registry is not None:
+            try:
+                reservation = await self.registry.admit(owner, cap)
+            except StoreUnavailableError as exc:  # the session still works in this process
+                logger.warning("MCP session opened without a reserved slot (Redis unavailable): %s", exc)
+            else:
+                if reservation is None:
+                    logger.warning("refused a new MCP session: %s keeps %d open already", caller.name, cap)
+                    message = (
+                        f"Too many open sessions for this caller (at most {cap}): end one (DELETE /mcp) "
+                        "or wait for an idle one to expire"
+                    )
+                    await _error(message, 429)(scope, receive, send)
+                    return
         body = bytearray()
+        opened = False
 
         async def tee() -> Message:
             received = await receive()
@@ -159,6 +166,7 @@ class SharedSessionManager(StreamableHTTPSessionManager):
             return received
 
         async def record_then_send(message: Message) -> None:
+            nonlocal opened
             if message["type"] == "http.response.start" and message["status"] < 400:
                 session_id = next(
                     (
@@ -169,13 +177,19 @@ class SharedSessionManager(StreamableHTTPSessionManager):
                     None,
                 )
                 if session_id is not None:
+                    opened = True
                     self._owners[session_id] = owner
                     record = _opening_record(bytes(body), owner)
-                    if record is not None:
-                        await self._save(session_id, record)
+                    if record is not None:  # otherwise the reservation lapses after its lease
+                        await self._save(session_id, record, reservation)
             await send(message)
 
-        await super()._handle_stateful_request(scope, tee, record_then_send)
+        try:
+            await super()._handle_stateful_request(scope, tee, record_then_send)
+        finally:
+            if not opened and reservation is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._release(owner, reservation)
 
     async def _carry_reply(
         self, scope: Scope, receive: Receive, send: Send, session_id: str
@@ -251,14 +265,21 @@ class SharedSessionManager(StreamableHTTPSessionManager):
         self._touched.pop(session_id, None)
         await super()._discard_session(session_id, transport)
 
-    async def _save(self, session_id: str, record: SessionRecord) -> None:
+    async def _save(self, session_id: str, record: SessionRecord, reservation: str | None) -> None:
         if self.registry is None:
             return
         try:
-            await self.registry.save(session_id, record)
+            await self.registry.save(session_id, record, reservation)
             self._touched[session_id] = time.monotonic()
         except StoreUnavailableError as exc:  # the session still works in this process
             logger.warning("MCP session %s not shared (Redis unavailable): %s", session_id[:12], exc)
+
+    async def _release(self, owner: str, reservation: str) -> None:
+        assert self.registry is not None
+        try:
+            await self.registry.release(owner, reservation)
+        except StoreUnavailableError as exc:
+            logger.info("could not give back a reserved MCP session slot (it lapses): %s", exc)
 
     async def _touch(self, session_id: str, owner: str) -> None:
         now = time.monotonic()

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import StartGateway
+from tests.gateway.mcp_openapi import mcp_openapi
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 SCHEMATHESIS_TIMEOUT = 240
@@ -33,6 +34,17 @@ RAW_ELICIT = (
     b'{"message": "a\\ud800", "schema": {"type": "object", "properties": {}}, "uiType": "web"}}}'
 )
 """A 2026-07-28 ``tools/call`` of ``elicit`` whose message holds a lone surrogate (JSON escape)."""
+ACCEPT_BOTH = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 
 
 @pytest.mark.slow
@@ -75,6 +87,53 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
     links = re.search(r"API Links:\s+(\d+) covered / (\d+) selected / (\d+) total", run.stdout)
     assert links is not None and int(links.group(1)) >= 4, run.stdout[-3000:]
     assert links.group(1) == links.group(2) == links.group(3), run.stdout[-3000:]
+    assert "Traceback" not in gateway.output()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SCHEMATHESIS_TIMEOUT + 60)
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+def test_schemathesis_finds_no_server_error_on_mcp_with_a_session(
+    start_gateway: StartGateway, tmp_path: Path, era: str
+) -> None:
+    # Calls that open a request wait 1 s, so valid ones end quickly; the cap of sessions is no limit here.
+    gateway = start_gateway(HUMANGATE_ANONYMOUS_TIMEOUT="1", HUMANGATE_POLL_INTERVAL="1")
+    opened = httpx.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=ACCEPT_BOTH, timeout=30)
+    assert opened.status_code == 200, opened.text
+    if era == "2025-11-25":
+        headers = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": era}
+    else:
+        headers = {"MCP-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "elicit"}
+    schema = tmp_path / "mcp-openapi.json"
+    schema.write_text(json.dumps(mcp_openapi(era)))
+    command = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        str(schema),
+        "--url",
+        gateway.url,
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--checks",
+        "not_a_server_error",
+        "--max-examples",
+        "150",
+        "--seed",
+        "20261128",
+        "--generation-database",
+        "none",
+        "--no-color",
+        "--report-dir",
+        str(tmp_path / "report"),
+    ]
+    for name, value in (ACCEPT_BOTH | headers).items():
+        command += ["-H", f"{name}: {value}"]
+    run = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=SCHEMATHESIS_TIMEOUT, check=False
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "Traceback" not in gateway.output()
 
 

@@ -181,3 +181,29 @@ async def test_a_reply_to_the_clients_own_form_is_carried_to_the_process_that_as
         result = await asyncio.wait_for(client.call_tool("elicit", arguments), 30)
     assert text_of(result) == 'User provided: {"approved":true}'
     assert transport.replies == 1  # the one reply went to the process that had not asked
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("key", "cap"), [(None, 20), ("ada-key", 100)])
+async def test_concurrent_openings_never_pass_the_cap_across_processes(
+    start_gateway: StartGateway, redis_url: str, key: str | None, cap: int
+) -> None:
+    # Two gateway processes on one Redis, the openings spread over both (as with serve --workers 2).
+    gateways = [start_gateway(HUMANGATE_API_KEYS="ada:ada-key") for _ in range(2)]
+    headers = MCP_HEADERS | {"X-Forwarded-For": "10.0.0.7"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    limits = httpx.Limits(max_connections=300, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        responses = await asyncio.gather(
+            *(client.post(f"{gateways[i % 2].url}/mcp", json=INITIALIZE, headers=headers) for i in range(300))
+        )
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [200] * cap + [429] * (300 - cap)
+    refused = next(r for r in responses if r.status_code == 429)
+    assert f"Too many open sessions for this caller (at most {cap})" in refused.text
+    owner = "key:ada" if key else "anonymous:10.0.0.7"
+    async with Redis.from_url(redis_url) as redis:
+        members = {m.decode() for m in await redis.zrange(keys.mcp_sessions_of(owner), 0, -1)}
+    # Every reserved slot became a session; the opened sessions are exactly the ones recorded.
+    assert members == {r.headers["mcp-session-id"] for r in responses if r.status_code == 200}

@@ -11,7 +11,6 @@ ephemeral note only the clicker sees. Nothing is recorded for a user outside
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +38,14 @@ from gateway.inbound.discord.drafts import Drafts
 from gateway.links import form_url
 from gateway.replay import first_delivery
 from gateway.runtime import Runtime
-from schemas.errors import ClosedError, InvalidAnswerError, SignatureError, UnknownRequestError
+from schemas.errors import (
+    ClosedError,
+    InvalidAnswerError,
+    InvalidJsonError,
+    SignatureError,
+    UnknownRequestError,
+)
+from schemas.json_text import read_json
 from schemas.models import HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -72,7 +78,10 @@ async def interactions(request: Request) -> Response:
     except SignatureError as exc:
         logger.warning("refused an interaction channel=discord: %s", exc)
         return JSONResponse({"error": "SignatureError", "detail": str(exc)}, status_code=401)
-    interaction = _interaction(body)
+    try:
+        interaction = _interaction(body)
+    except InvalidJsonError as exc:
+        return JSONResponse({"error": "InvalidRequestError", "detail": str(exc)}, status_code=400)
     if interaction is None:
         detail = "the body must be a JSON interaction object with a numeric type"
         return JSONResponse({"error": "InvalidRequestError", "detail": detail}, status_code=400)
@@ -86,10 +95,8 @@ async def interactions(request: Request) -> Response:
 
 
 def _interaction(body: bytes) -> dict[str, Any] | None:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
+    """The interaction object of a body; ``None`` if it is JSON of another shape."""
+    data = read_json(body)
     if not isinstance(data, dict) or not isinstance(data.get("type"), int) or isinstance(data["type"], bool):
         return None
     return data

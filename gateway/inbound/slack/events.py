@@ -14,7 +14,6 @@ Bolt then acks within Slack's 3 s and runs the listeners of ``gateway.inbound.sl
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from typing import Any
@@ -35,7 +34,8 @@ from channels.slack.channel import API_TIMEOUT, SIGNATURE_WINDOW_SECONDS, api_ba
 from gateway.inbound.slack.interactions import handle_click, handle_submission
 from gateway.replay import first_delivery
 from gateway.runtime import Runtime
-from schemas.errors import SignatureError
+from schemas.errors import InvalidJsonError, SignatureError
+from schemas.json_text import NOT_UTF8, read_json
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -82,18 +82,19 @@ async def slack_events(request: Request) -> Response:
 def read_payload(content_type: str, body: bytes) -> dict[str, Any]:
     """The interaction (form field ``payload``) or event (JSON body) a Slack request carries."""
     try:
-        text = body.decode()
         if "application/json" in content_type:
-            data = json.loads(text)
+            data = read_json(body)
         elif "application/x-www-form-urlencoded" in content_type:
-            fields = parse_qs(text, max_num_fields=10)
+            fields = parse_qs(body.decode(), max_num_fields=10)
             if len(fields.get("payload", [])) != 1:
                 raise ValueError("the form must have one payload field")
-            data = json.loads(fields["payload"][0])
+            data = read_json(fields["payload"][0])
         else:
             raise ValueError("the body must be form-encoded (an interaction) or JSON (an event)")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ValueError("the payload is not valid JSON") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"the body {NOT_UTF8}") from None
+    except InvalidJsonError as exc:
+        raise ValueError(f"the payload {exc.rule}") from None
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise ValueError("the payload must be a JSON object with a type")
     return data
