@@ -9,7 +9,7 @@ import httpx
 import psutil  # type: ignore[import-untyped]
 
 from tests.conftest import ROOMY, StartGateway, run_cli
-from tests.gateway.flows import post_form, start_call
+from tests.gateway.flows import PendingCall, post_form, start_call
 from tests.mcp_client import text_of
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -20,23 +20,35 @@ async def test_serve_with_workers_answers_a_call_through_any_of_its_processes(
 ) -> None:
     gateway = start_gateway(embedded=True, args=("--workers", "2"), **ROOMY)
     parent = psutil.Process(gateway.process.pid)
-    calls = [
-        start_call(gateway.url, {"message": f"Deploy {i}?", "schema": APPROVAL, "uiType": "web"})
-        for i in range(12)
-    ]
-    forms = [await call.form_url() for call in calls]
-    servers = [
-        child for child in parent.children() if "redis-server" not in child.name() and child.net_connections()
-    ]
-    # The waiting calls are spread over both gateway processes (the kernel hands each connection to
-    # either), and so are the answers: a call is answered through whichever process gets the post.
-    holding = [s for s in servers if any(c.status == psutil.CONN_ESTABLISHED for c in s.net_connections())]
+    # The waiting calls spread over both gateway processes (the kernel hands each connection to
+    # either), and so do the answers: a call is answered through whichever process gets the post. A
+    # process still importing accepts nothing yet, so calls are opened until both hold some.
+    calls: list[PendingCall] = []
+    forms: list[str] = []
+    holding: list[psutil.Process] = []
+    while len(holding) < 2 and len(calls) < 60:
+        batch = [
+            start_call(
+                gateway.url, {"message": f"Deploy {len(calls) + i}?", "schema": APPROVAL, "uiType": "web"}
+            )
+            for i in range(6)
+        ]
+        calls += batch
+        forms += [await call.form_url() for call in batch]
+        servers = [
+            child
+            for child in parent.children()
+            if "redis-server" not in child.name() and child.net_connections()
+        ]
+        holding = [
+            s for s in servers if any(c.status == psutil.CONN_ESTABLISHED for c in s.net_connections())
+        ]
     assert len(holding) == 2, [s.cmdline() for s in servers]
     for form in forms:
         response = await post_form(form, {"hg-action": "accept", "f.approved": "true"})
         assert response.status_code == 303
     results = await asyncio.gather(*(call.result() for call in calls))
-    assert [text_of(result) for result in results] == ['User provided: {"approved":true}'] * 12
+    assert [text_of(result) for result in results] == ['User provided: {"approved":true}'] * len(calls)
     gateway.stop()
     assert gateway.process.returncode == 0
     assert not [

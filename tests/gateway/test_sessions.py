@@ -207,3 +207,21 @@ async def test_concurrent_openings_never_pass_the_cap_across_processes(
         members = {m.decode() for m in await redis.zrange(keys.mcp_sessions_of(owner), 0, -1)}
     # Every reserved slot became a session; the opened sessions are exactly the ones recorded.
     assert members == {r.headers["mcp-session-id"] for r in responses if r.status_code == 200}
+
+
+async def test_an_opening_request_that_fails_gives_its_slot_back(
+    start_gateway: StartGateway, redis_url: str
+) -> None:
+    gateway = start_gateway()
+    headers = MCP_HEADERS | {"X-Forwarded-For": "10.0.0.8"}
+    not_an_opening = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        for _ in range(25):  # more than the cap: each reserved a slot, then gave it back
+            refused = await client.post(f"{gateway.url}/mcp", json=not_an_opening, headers=headers)
+            assert refused.status_code == 400
+        async with Redis.from_url(redis_url) as redis:
+            assert await redis.zcard(keys.mcp_sessions_of("anonymous:10.0.0.8")) == 0
+        opened = [
+            await client.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=headers) for _ in range(20)
+        ]
+    assert [r.status_code for r in opened] == [200] * 20
