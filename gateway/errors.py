@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from gateway.redis_client import UNAVAILABLE_ERRORS
+from gateway.core.redis_client import UNAVAILABLE_ERRORS
 from schemas.errors import (
     AuthError,
     ClosedError,

@@ -12,13 +12,13 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
-from gateway.callers import Caller, owns
+from gateway.core.callers import Caller, owns
+from gateway.core.links import form_url
+from gateway.core.service import check_request
+from gateway.core.store import Opened
+from gateway.core.waiting import returned
 from gateway.errors import error_responses
-from gateway.links import form_url
 from gateway.runtime import Runtime
-from gateway.service import check_request
-from gateway.store import Opened
-from gateway.waiting import returned
 from schemas.errors import UnknownRequestError
 from schemas.models import HumanFunction
 from schemas.results import is_error, result_text, structured_result

@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp.arguments import Arguments, object_or_none
-from gateway.mcp.asking import Question
+from gateway.mcp.call import Question
 from gateway.mcp.elicit import channel_argument
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.errors import InvalidSchemaError

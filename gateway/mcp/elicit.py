@@ -7,9 +7,9 @@ from typing import Any
 import mcp_types as types
 
 from channels.registry import default_channel
+from gateway.core.service import check_request
 from gateway.mcp.app import FORM_URI
-from gateway.mcp.asking import Question
-from gateway.service import check_request
+from gateway.mcp.call import Question
 from schemas.errors import InvalidRequestError
 from schemas.settings import CHANNEL_NAMES, Settings
 

@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Question
+from gateway.mcp.call import Question
 from gateway.mcp.elicit import channel_argument
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.models import Action, HumanFunction, Outcome

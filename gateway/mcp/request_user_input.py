@@ -22,7 +22,7 @@ import mcp_types as types
 
 from channels.display import MULTILINE_FROM
 from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Question
+from gateway.mcp.call import Question
 from gateway.mcp.elicit import channel_argument
 from schemas.settings import CHANNEL_NAMES, Settings
 

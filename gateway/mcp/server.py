@@ -15,11 +15,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
+from gateway.core.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.hosts import allowed_hosts, allowed_origins
 from gateway.limits import MAX_BODY_BYTES
 from gateway.mcp import app
-from gateway.mcp.asking import Call, Question, ResultOf, ask
+from gateway.mcp.asking import ResultOf, ask
+from gateway.mcp.call import Call, Question
 from gateway.mcp.sessions import LOCAL_IDLE_TIMEOUT, SharedSessionManager
 from gateway.mcp.task_methods import LegacyTaskCalls, TaskMethods, TaskUpdateParams
 from gateway.mcp.tasks import TASKS_EXTENSION, start_task, task_era

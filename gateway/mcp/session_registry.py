@@ -10,8 +10,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import store_operation, text
 
 SESSION_TTL = 1800
 """Seconds a session's record outlives its last request (the SDK's own idle timeout)."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import store_operation, text
 from schemas.errors import UnknownRequestError
 from schemas.models import HumanFunction
 

@@ -19,13 +19,14 @@ import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from channels.display import AGENT_VIA, iso_time
-from gateway import redis_keys as keys
-from gateway.mcp.asking import Call, Question, ResultOf, open_question
+from gateway.core import redis_keys as keys
+from gateway.core.waiting import Tick
+from gateway.mcp.asking import ResultOf, open_question
+from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import races
 from gateway.mcp.task_store import TaskRecord, TaskStore, new_task_id
 from gateway.mcp.texts import progress_message, waiting_where
 from gateway.runtime import Runtime
-from gateway.waiting import Tick
 from schemas.models import HumanFunction
 from schemas.results import result_text
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.links import form_url
-from gateway.waiting import Tick
+from gateway.core.links import form_url
+from gateway.core.waiting import Tick
 from schemas.models import HumanFunction, Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import Settings

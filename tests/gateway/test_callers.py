@@ -8,8 +8,8 @@ import pytest
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.callers import ANONYMOUS_CALLER, Caller, KeyRing, digest
+from gateway.core import redis_keys as keys
+from gateway.core.callers import ANONYMOUS_CALLER, Caller, KeyRing, digest
 from schemas.errors import AuthError
 from schemas.settings import Settings
 

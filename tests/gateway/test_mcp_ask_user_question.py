@@ -14,7 +14,7 @@ from channels.registry import CHANNELS
 from channels.slack.blocks import layout_of
 from channels.slack.modal import form_view
 from gateway.mcp.ask_user_question import answers_of, parse_arguments
-from gateway.mcp.asking import Question
+from gateway.mcp.call import Question
 from schemas.errors import InvalidRequestError
 from schemas.models import HumanFunction
 from schemas.other_fields import OTHER, OTHER_WITHOUT_TEXT, TEXT_WITHOUT_OTHER

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.replay import REPLAY_MARGIN_SECONDS, first_delivery
+from gateway.core import redis_keys as keys
+from gateway.core.replay import REPLAY_MARGIN_SECONDS, first_delivery
 
 
 async def test_a_signature_is_applied_once_per_channel_and_forgotten_after_the_window(redis_url: str) -> None:

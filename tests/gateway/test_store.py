@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.embedded import free_port
-from gateway.queue import JobRecorder, delivery_job_id, update_job_id
-from gateway.redis_client import async_redis
-from gateway.store import HumanFunctionStore, Limits, Opened
+from gateway.core import redis_keys as keys
+from gateway.core.embedded import free_port
+from gateway.core.queue import JobRecorder, delivery_job_id, update_job_id
+from gateway.core.redis_client import async_redis
+from gateway.core.store import HumanFunctionStore, Limits, Opened
 from schemas.errors import (
     AlreadyAnsweredError,
     ExpiredError,

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.validation import BUSY, PatternChecks, validate_answer_off_loop
+from gateway.core.validation import BUSY, PatternChecks, validate_answer_off_loop
 from schemas.answers import PATTERN_BUDGET, PATTERN_UNCHECKED
 from schemas.errors import InvalidAnswerError
 from tests.conftest import StartGateway

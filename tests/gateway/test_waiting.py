@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.callers import ANONYMOUS_CALLER
-from gateway.embedded import EmbeddedRedis
-from gateway.queue import JobRecorder
+from gateway.core import redis_keys as keys
+from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.embedded import EmbeddedRedis
+from gateway.core.queue import JobRecorder
+from gateway.core.service import HumanFunctionService
+from gateway.core.store import HumanFunctionStore
+from gateway.core.waiting import GatewayStopping, Tick, wait_for_end
 from gateway.runtime import Runtime, open_runtime
-from gateway.service import HumanFunctionService
-from gateway.store import HumanFunctionStore
-from gateway.waiting import GatewayStopping, Tick, wait_for_end
 from schemas.models import Action, Answer, HumanFunction, Outcome, Status
 from schemas.settings import Settings
 from tests.faults import proxy_to

@@ -2,7 +2,7 @@
 
 Every activity is authenticated first (``TeamsChannel.authenticate``: the Bot Framework JWT, with the
 OpenID keys fetched when missing, stale or naming an unknown ``kid``); any failure is a 401, never a
-500. A click is applied once (``gateway.replay``, keyed by the activity's id for as long as its token
+500. A click is applied once (``gateway.core.replay``, keyed by the activity's id for as long as its token
 is accepted); a replay gets the card as it is now.
 
 An ``Action.Execute`` click (an ``adaptiveCard/action`` invoke) is answered in the HTTP response
@@ -43,8 +43,8 @@ from channels.teams.card import (
 from channels.teams.channel import TeamsChannel
 from channels.teams.connector import TeamsClient
 from channels.teams.inputs import typed_values
-from gateway.links import form_url
-from gateway.replay import first_delivery
+from gateway.core.links import form_url
+from gateway.core.replay import first_delivery
 from gateway.runtime import Runtime
 from schemas.errors import ClosedError, DeliveryError, InvalidAnswerError, SignatureError, UnknownRequestError
 from schemas.models import HumanFunction

@@ -13,7 +13,7 @@ import hashlib
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 
 REPLAY_MARGIN_SECONDS = 60
 """Kept past the freshness window, so clock skew between platform and gateway cannot reopen it."""

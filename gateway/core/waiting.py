@@ -1,7 +1,7 @@
 """The wait of one call for its Human Function to end.
 
 The call reads nothing from Redis while it waits: the process's one events reader
-(``gateway.events``) hands it the outcome the moment the request ends, and between events the
+(``gateway.core.events``) hands it the outcome the moment the request ends, and between events the
 call only wakes on a timer to report progress. A Redis outage therefore cannot end a call; only
 an outcome or the deadline can. At the deadline the call records the expiry itself (the reaper
 would, within a second); if Redis is unreachable then, the call still ends on time with the
@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from channels.display import AGENT_VIA
-from gateway.events import Events
-from gateway.service import HumanFunctionService
+from gateway.core.events import Events
+from gateway.core.service import HumanFunctionService
 from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome
 

@@ -6,9 +6,9 @@ import logging
 import sys
 
 from channels.registry import configured_channels
-from gateway.local import running_embedded_url
-from gateway.rq_worker import run_worker
+from gateway.core.local import running_embedded_url
 from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
+from workers.rq_worker import run_worker
 
 logger = logging.getLogger(__name__)
 

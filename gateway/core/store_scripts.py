@@ -2,7 +2,7 @@
 
 Each runs atomically in Redis, so a request is never stored without its delivery job, never ends
 twice, and never ends without its event being written. Scripts that enqueue RQ jobs take the
-commands RQ itself would have run (recorded by ``gateway.queue``) as trailing arguments, each as
+commands RQ itself would have run (recorded by ``gateway.core.queue``) as trailing arguments, each as
 its argument count followed by its arguments, and run them with ``run_commands``.
 """
 

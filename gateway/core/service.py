@@ -16,12 +16,12 @@ from typing import Any
 
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
-from gateway.callers import Caller, owns
-from gateway.metrics import ENDED, LIMITED
-from gateway.queue import JobRecorder
-from gateway.returned import ReturnedMarks
-from gateway.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
-from gateway.validation import validate_answer_off_loop
+from gateway.core.callers import Caller, owns
+from gateway.core.metrics import ENDED, LIMITED
+from gateway.core.queue import JobRecorder
+from gateway.core.returned import ReturnedMarks
+from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
+from gateway.core.validation import validate_answer_off_loop
 from schemas.errors import (
     ExpiredError,
     InvalidRequestError,
@@ -90,7 +90,7 @@ class HumanFunctionService:
         self.settings = settings
         self.clock = clock
         self.returned = ReturnedMarks(store)
-        """Results calls returned, written down in the background (``gateway.returned``)."""
+        """Results calls returned, written down in the background (``gateway.core.returned``)."""
 
     async def open(
         self,

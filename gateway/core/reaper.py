@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from gateway.service import HumanFunctionService
+from gateway.core.service import HumanFunctionService
 from schemas.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)

@@ -36,9 +36,9 @@ from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 
-from gateway import redis_keys as keys
-from gateway.queue import QUEUE_PREFIX, JobRecorder, update_job_id
-from gateway.redis_client import is_unavailable, text
+from gateway.core import redis_keys as keys
+from gateway.core.queue import QUEUE_PREFIX, JobRecorder, update_job_id
+from gateway.core.redis_client import is_unavailable, text
 
 logger = logging.getLogger(__name__)
 

@@ -76,13 +76,13 @@ updates for entries left behind by a crash. No TTL: members leave when updated."
 def worker_alive(worker_name: str) -> str:
     """String: present while the RQ worker ``worker_name`` is alive (refreshed every second or two);
     a started job whose worker has no such key was abandoned and is run again.
-    TTL: ``gateway.recovery.ALIVE_TTL``."""
+    TTL: ``workers.recovery.ALIVE_TTL``."""
     return f"{PREFIX}:worker:{worker_name}:alive"
 
 
 RECOVERY_LOCK = f"{PREFIX}:recovery-lock"
 """String: held for a few seconds by the one worker looking for abandoned jobs, so two workers
-never run the same abandoned job again twice. TTL: ``gateway.recovery.LOCK_TTL``."""
+never run the same abandoned job again twice. TTL: ``workers.recovery.LOCK_TTL``."""
 
 
 def mcp_session(session_id: str) -> str:
@@ -117,7 +117,7 @@ API_KEYS = f"{PREFIX}:apikeys"
 def seen_callback(channel: str, digest: str) -> str:
     """String: marks one signed platform callback as applied, so a replay of it (same signature,
     still inside the platform's freshness window) is acknowledged but not applied again.
-    TTL: that window plus a margin (``gateway.replay``)."""
+    TTL: that window plus a margin (``gateway.core.replay``)."""
     return f"{PREFIX}:seen:{channel}:{digest}"
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import redis
 
-from gateway.embedded import EmbeddedRedis
-from gateway.redis_client import safe_url
+from gateway.core.embedded import EmbeddedRedis
+from gateway.core.redis_client import safe_url
 from schemas.settings import get_settings
 
 URL_FILE = "redis.url"

@@ -4,7 +4,7 @@
 Both are RQ ``SimpleWorker``s: jobs run in the worker's process, on its long-lived job loop
 (``workers.loop``), never in a fork. Both stop after the job in flight (a SIGTERM to
 ``humangate worker``, or the gateway shutting down), and both run the maintenance thread of
-``gateway.recovery`` instead of RQ's scheduler.
+``workers.recovery`` instead of RQ's scheduler.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import TimerDeathPenalty
 from rq.worker import WorkerStatus
 
-from gateway.queue import queue_name
-from gateway.recovery import Maintenance
-from gateway.redis_client import is_unavailable, safe_url, sync_redis
+from gateway.core.queue import queue_name
+from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
 from workers.loop import close_job_loop
+from workers.recovery import Maintenance
 
 logger = logging.getLogger(__name__)
 

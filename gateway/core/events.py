@@ -1,7 +1,7 @@
 """Hearing, once per process, when Human Functions end or their delivery changes.
 
 Every ending (and every delivery problem) is written to one Redis stream in the same atomic step
-as the change itself (``gateway.store_scripts``). Each gateway process reads that stream with one
+as the change itself (``gateway.core.store_scripts``). Each gateway process reads that stream with one
 blocking ``XREAD`` on a connection of its own, at least once per poll interval, and wakes the calls
 waiting on what changed, handing them the outcome so they read nothing else. That one read is the
 process's whole check of Redis: 10,000 waiting calls cost no more commands than one.
@@ -25,9 +25,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis, text
-from gateway.store import HumanFunctionStore
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, text
+from gateway.core.store import HumanFunctionStore
 from schemas.models import Outcome, Status
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import store_operation, text
 from schemas.errors import AuthError, InvalidRequestError
 from schemas.settings import Settings
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 
-from gateway.store import HumanFunctionStore
+from gateway.core.store import HumanFunctionStore
 from schemas.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
 """Human Functions in Redis: create, read, end exactly once, expire what is overdue.
 
 Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Every change of state
-is one Lua script (``gateway.store_scripts``): the first terminal transition wins, and every
+is one Lua script (``gateway.core.store_scripts``): the first terminal transition wins, and every
 ending writes its event to the stream that wakes waiting calls, in the same atomic step. Every
 operation is bounded in time, and Redis errors that mean "unreachable" surface as
-``StoreUnavailableError`` (``gateway.redis_client.store_operation``).
+``StoreUnavailableError`` (``gateway.core.redis_client.store_operation``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway import store_scripts as scripts
-from gateway.queue import Command, flatten
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core import store_scripts as scripts
+from gateway.core.queue import Command, flatten
+from gateway.core.redis_client import store_operation, text
 from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 
