@@ -16,7 +16,7 @@ import httpx
 from tests.conftest import StartGateway
 from tests.gateway.flows import FORM_LINK, WAIT, post_form
 
-JS = Path(__file__).resolve().parents[1] / "js"
+JS = Path(__file__).resolve().parents[2] / "js"
 APPROVAL = {
     "type": "object",
     "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},

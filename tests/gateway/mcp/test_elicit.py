@@ -55,7 +55,7 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
             "required": ["message", "schema"],
         },
     }
-    # The tools of SPEC 10 (tests/gateway/test_mcp_*.py), then the form app's, which hosts never show
+    # The tools of SPEC 10 (tests/gateway/mcp/test_*.py), then the form app's, which hosts never show
     # the model.
     assert list(tools) == ["ask_user_question", "request_human_input", "request_user_input", "answer_request"]
     assert tools["answer_request"]["_meta"] == {
