@@ -6,12 +6,12 @@ from typing import Any
 
 import mcp_types as types
 
-from channels.registry import default_channel
 from gateway.core.service import check_request
 from gateway.mcp.app import FORM_URI
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, channel_argument
 from gateway.mcp.call import Question
 from schemas.errors import InvalidRequestError
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 
 NAME = "elicit"
 
@@ -23,11 +23,7 @@ TOOL = types.Tool(
         "properties": {
             "message": {"type": "string", "description": "Message explaining what information is needed"},
             "schema": {"type": "object", "description": "JSON Schema for requested data (flat object only)"},
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["message", "schema"],
     },
@@ -36,16 +32,6 @@ TOOL = types.Tool(
 )
 """The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely), plus the
 two additive fields of SPEC §9: its inline form app, and that a call may run as a task."""
-
-
-def channel_argument(args: dict[str, Any], settings: Settings) -> str:
-    """The ``uiType`` argument, or the default channel when it is left out."""
-    channel = args.get("uiType")
-    if channel is None:
-        return default_channel(settings)
-    if channel not in CHANNEL_NAMES:
-        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(CHANNEL_NAMES)}")
-    return str(channel)
 
 
 def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str]:

@@ -21,10 +21,9 @@ from typing import Any
 import mcp_types as types
 
 from channels.display import MULTILINE_FROM
-from gateway.mcp.arguments import Arguments
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument
 from gateway.mcp.call import Question
-from gateway.mcp.elicit import channel_argument
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 
 NAME = "request_user_input"
 
@@ -61,11 +60,7 @@ TOOL = types.Tool(
                 "type": "number",
                 "description": "Seconds to wait, if shorter than the caller's timeout",
             },
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["message", "type"],
     },
