@@ -1,4 +1,4 @@
-"""The ``elicit`` tool, exactly as SPEC §4 fixes it."""
+"""The ``elicit`` tool, exactly as docs/tools.md#elicit fixes it."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ TOOL = types.Tool(
     execution=types.ToolExecution(task_support="optional"),
     _meta={"ui": {"resourceUri": FORM_URI}},
 )
-"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely), plus the
-two additive fields of SPEC §9: its inline form app, and that a call may run as a task."""
+"""The tool as docs/tools.md#elicit fixes it (no outputSchema: results carry structuredContent freely),
+plus its two additive fields: its inline form app, and that a call may run as a task."""
 
 
 def channel_argument(args: dict[str, Any], settings: Settings) -> str:
