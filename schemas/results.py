@@ -1,4 +1,4 @@
-"""The exact texts and structured results an agent receives (SPEC §4)."""
+"""The exact texts and structured results an agent receives (docs/tools.md#results)."""
 
 from __future__ import annotations
 

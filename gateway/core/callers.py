@@ -47,7 +47,7 @@ class Caller:
     @property
     def identity(self) -> str:
         """What owns requests, tasks and sessions, and what limits count: one per API key name, and
-        one per client address for anonymous callers (SPEC §3: not one shared identity)."""
+        one per client address for anonymous callers (docs/callers.md#identities: not one shared identity)."""
         return f"key:{self.name}" if self.authenticated else f"{ANONYMOUS}:{self.address or 'unknown'}"
 
     def timeout(self, settings: Settings) -> float:
@@ -55,13 +55,13 @@ class Caller:
         return settings.authenticated_timeout if self.authenticated else settings.anonymous_timeout
 
     def rate_limit(self, settings: Settings) -> int:
-        """New requests per minute allowed to this caller's identity (SPEC §3)."""
+        """New requests per minute allowed to this caller's identity (docs/callers.md#limits)."""
         if self.authenticated:
             return settings.rate_limit
         return settings.anonymous_rate_limit or min(ANONYMOUS_RATE_LIMIT, settings.rate_limit)
 
     def max_pending(self, settings: Settings) -> int:
-        """Pending requests at once allowed to this caller's identity (SPEC §3)."""
+        """Pending requests at once allowed to this caller's identity (docs/callers.md#limits)."""
         if self.authenticated:
             return settings.max_pending
         return settings.anonymous_max_pending or min(ANONYMOUS_MAX_PENDING, settings.max_pending)

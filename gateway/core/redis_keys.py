@@ -129,7 +129,7 @@ def discord_draft(hf_id: str, user_id: str) -> str:
 
 
 def task(hf_id: str, digest: str) -> str:
-    """Hash of one MCP task (SPEC §9): who created it, for which tool, and what the client's form
+    """Hash of one MCP task (docs/tools.md#tasks): who created it, for which tool, and what the client's form
     has done so far; its status and result are read from the Human Function ``hf_id`` itself, so any
     process serves it and it survives a restart. ``digest`` is a hash of the task id (the id itself, a
     bearer capability, is never a key name). TTL: the function's deadline + ``RESULT_GRACE_SECONDS``,

@@ -1,10 +1,10 @@
 """Noting, in the background and in batches, that calls returned people's answers.
 
-A result handed to a call must not be handed to the next identical call (SPEC §6 keeps it only
+A result handed to a call must not be handed to the next identical call (a kept answer lives only
 until some call returns it). Writing that down is never allowed to delay the result itself, nor
 to cost one round trip per answer under a burst: marks are queued here and written a few at a
 time by one task. A mark lost to a crash only means an identical call gets the same answer once
-more: never a lost answer.
+more: never a lost answer (docs/human-functions.md#re-attaching).
 """
 
 from __future__ import annotations

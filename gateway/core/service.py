@@ -58,7 +58,7 @@ def fingerprint(
     schema: dict[str, Any],
     other_fields: Mapping[str, str] | None = None,
 ) -> str:
-    """What makes two calls "identical" for re-attaching (SPEC §6): the same caller identity,
+    """What makes two calls "identical" for re-attaching (docs/human-functions.md): the same caller identity,
     channel, message and schema (and the Other pairs of a tool that has them)."""
     parts: list[Any] = [owner, channel, message, schema]
     if other_fields:  # only then, so the fingerprints of every other request stay as they were
@@ -104,7 +104,7 @@ class HumanFunctionService:
         other_fields: Mapping[str, str] | None = None,
     ) -> tuple[HumanFunction, Opened]:
         """Create and queue a Human Function in one step, or re-attach to an identical pending one,
-        or hand out the kept result of an identical answered one (SPEC §6).
+        or hand out the kept result of an identical answered one (docs/human-functions.md#re-attaching).
 
         ``timeout`` may shorten the caller's timeout, never lengthen it. With ``idle_timeout``, the
         request ends that soon unless a person starts answering (``started``), which gives it the

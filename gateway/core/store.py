@@ -32,7 +32,7 @@ REAP_BATCH = 500
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """How much a new request's owner may open (SPEC §3); the defaults never refuse."""
+    """How much a new request's owner may open (docs/callers.md#limits); the defaults never refuse."""
 
     per_minute: int = 1_000_000_000
     """New requests in the last minute."""

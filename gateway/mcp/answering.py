@@ -1,4 +1,4 @@
-"""``answer_request``: the app-only tool the inline form answers through (SPEC §9).
+"""``answer_request``: the app-only tool the inline form answers through (docs/tools.md#answer_request).
 
 The app knows the arguments of the call it sits beside (``message``, ``schema``, ``uiType``), not the
 Human Function's id. Those arguments and the calling caller are exactly what makes a call identical

@@ -1,4 +1,4 @@
-"""Checking the arguments of the tools of SPEC §10: every broken rule at once, each named by its path.
+"""Checking the arguments of the tools of docs/tools.md: every broken rule at once, each named by its path.
 
 ``Arguments`` collects violations (``questions[1].header: must be at most 12 characters (got 15)``)
 and raises them together as one ``InvalidRequestError`` whose text starts ``Invalid arguments:``, as

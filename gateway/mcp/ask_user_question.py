@@ -1,4 +1,5 @@
-"""``ask_user_question``: Claude Code's AskUserQuestion format, answered as a Human Function (SPEC §10).
+"""``ask_user_question``: Claude Code's AskUserQuestion format, answered as a Human Function
+(docs/tools.md#ask_user_question).
 
 One to four questions become one flat schema, two properties per question:
 

@@ -1,4 +1,4 @@
-"""The calling client's own form, raced against the channel (SPEC §9).
+"""The calling client's own form, raced against the channel (docs/tools.md#the-clients-own-form).
 
 A client that declares form elicitation is asked too, with the request's message and schema, while
 the channel waits. The first valid answer wins wherever it comes from: an answer from the client goes

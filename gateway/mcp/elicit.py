@@ -1,4 +1,4 @@
-"""The ``elicit`` tool, exactly as SPEC §4 fixes it."""
+"""The ``elicit`` tool, exactly as docs/tools.md#elicit fixes it."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ TOOL = types.Tool(
     execution=types.ToolExecution(task_support="optional"),
     _meta={"ui": {"resourceUri": FORM_URI}},
 )
-"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely), plus the
-two additive fields of SPEC §9: its inline form app, and that a call may run as a task."""
+"""The tool as docs/tools.md#elicit fixes it (no outputSchema: results carry structuredContent freely),
+plus its two additive fields: its inline form app, and that a call may run as a task."""
 
 
 def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str]:

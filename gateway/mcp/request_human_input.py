@@ -1,5 +1,5 @@
 """``request_human_input``: one free-text question, ended soon unless a person starts answering
-(SPEC §10).
+(docs/tools.md#request_human_input).
 
 The prompt is the message and the schema one required text, ``reply`` (no length limit, so every
 channel offers a multi-line box). The request is opened with ``HUMANGATE_IDLE_TIMEOUT``: nobody

@@ -1,4 +1,5 @@
-"""``request_user_input``: text, multi-line text, a choice or a confirmation (SPEC §10).
+"""``request_user_input``: text, multi-line text, a choice or a confirmation
+(docs/tools.md#request_user_input).
 
 Answered as ``elicit`` with a one-property schema, ``response`` (required):
 

@@ -1,6 +1,6 @@
 """The SDK's low-level ``Server`` and its streamable-HTTP session manager (SSE responses, stateful
 sessions for 2025-11-25, handshake-free 2026-07-28 on the same endpoint), serving ``TOOLS``, the
-inline form app's resource, and tasks (SPEC §9)."""
+inline form app's resource, and tasks (docs/tools.md#answering-in-the-agents-client)."""
 
 from __future__ import annotations
 

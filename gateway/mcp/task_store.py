@@ -1,4 +1,4 @@
-"""MCP tasks in Redis (SPEC §9).
+"""MCP tasks in Redis (docs/tools.md#tasks).
 
 A task is a handle on one Human Function, bound to the caller that created it. Only what the
 function does not already hold is stored: the owner, the tool, when the task was created, and what

@@ -1,4 +1,4 @@
-"""MCP tasks (SPEC §9): a call that returns a handle at once, polled until the person answers.
+"""MCP tasks (docs/tools.md#tasks): a call that returns a handle at once, polled until the person answers.
 
 Both protocol eras: a 2025-11-25 client asks for a task with ``params.task`` and gets
 ``{"task": ...}`` (then ``tasks/get``, ``tasks/result``, ``tasks/cancel``); a 2026-07-28 client that

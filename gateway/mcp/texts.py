@@ -58,7 +58,7 @@ def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = N
 
 
 def outcome_result(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
-    """``elicit``'s result for an outcome (SPEC §4)."""
+    """``elicit``'s result for an outcome (docs/tools.md#results)."""
     return text_result(
         result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf.id)
     )

@@ -46,7 +46,8 @@ class ToolEntry:
 
     @property
     def task_support(self) -> bool:
-        """Whether a call may run as a task (SPEC §9): the tool declares ``execution.taskSupport``."""
+        """Whether a call may run as a task (docs/tools.md#tasks): the tool declares
+        ``execution.taskSupport``."""
         execution = self.definition.execution
         return execution is not None and execution.task_support in ("optional", "required")
 

@@ -1,7 +1,7 @@
-"""The inline form app (MCP Apps, SPEC §9) in headless Chromium: read with ``resources/read`` by the
+"""The inline form app (MCP Apps) in headless Chromium: read with ``resources/read`` by the
 official Python SDK client, shown in a small host page of the tests that speaks the Apps postMessage
 protocol, answered through ``answer_request`` against a real gateway, checked by the exact result of
-the ``elicit`` call it sits beside."""
+the ``elicit`` call it sits beside. See docs/tools.md#the-inline-form."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``ask_user_question`` (SPEC §10): its arguments, its flat schema, and end to end with the official
-MCP client in both eras, answered on the web form and in a Slack modal (through the fake Slack)."""
+"""``ask_user_question``: its arguments, its flat schema, and end to end with the official
+MCP client in both eras, answered on the web form and in a Slack modal (through the fake Slack).
+See docs/tools.md#ask_user_question."""
 
 from __future__ import annotations
 

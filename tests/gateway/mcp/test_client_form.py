@@ -1,6 +1,7 @@
-"""The client's own form raced against the channel (SPEC §9), with the official Python SDK client in
+"""The client's own form raced against the channel, with the official Python SDK client in
 both eras: 2025-11-25 through server-to-client elicitation, 2026-07-28 through a task's input
-requests. Real gateway process, real Redis, the web channel as the other side."""
+requests. Real gateway process, real Redis, the web channel as the other side.
+See docs/tools.md#the-clients-own-form."""
 
 from __future__ import annotations
 

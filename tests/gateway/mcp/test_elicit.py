@@ -28,7 +28,8 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
         for tool in await list_tools(gateway.url, era=era)
     }
     elicit = tools.pop("elicit")
-    # SPEC 9's additive fields: the inline form app, and (a 2025-11-25 field, sieved on 2026-07-28) tasks.
+    # The additive fields (docs/tools.md#elicit): the inline form app, and (a 2025-11-25 field, sieved
+    # on 2026-07-28) tasks.
     assert elicit.pop("_meta") == {"ui": {"resourceUri": "ui://humangate/form.html"}}
     assert elicit.pop("execution", {"taskSupport": "optional"}) == {"taskSupport": "optional"}
     assert ("execution" in tools["answer_request"]) is False
@@ -55,8 +56,8 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
             "required": ["message", "schema"],
         },
     }
-    # The tools of SPEC 10 (tests/gateway/mcp/test_*.py), then the form app's, which hosts never show
-    # the model.
+    # The other tools of docs/tools.md (tests/gateway/mcp/test_*.py), then the form app's, which hosts
+    # never show the model.
     assert list(tools) == ["ask_user_question", "request_human_input", "request_user_input", "answer_request"]
     assert tools["answer_request"]["_meta"] == {
         "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}

@@ -1,6 +1,7 @@
-"""``request_human_input`` (SPEC §10): one free-text reply, returned verbatim; canceled after the idle
+"""``request_human_input``: one free-text reply, returned verbatim; canceled after the idle
 timeout unless a person starts answering, which gives it the caller's full time (web form and Slack
-modal through the fakes, official MCP client in both eras)."""
+modal through the fakes, official MCP client in both eras).
+See docs/tools.md#request_human_input."""
 
 from __future__ import annotations
 

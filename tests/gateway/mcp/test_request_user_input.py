@@ -1,5 +1,6 @@
-"""``request_user_input`` (SPEC §10): text, multiline, choice and confirm as one-property schemas,
-answered as ``elicit`` on the web form and in Slack, in both eras; its timeout only shortens."""
+"""``request_user_input``: text, multiline, choice and confirm as one-property schemas,
+answered as ``elicit`` on the web form and in Slack, in both eras; its timeout only shortens.
+See docs/tools.md#request_user_input."""
 
 from __future__ import annotations
 

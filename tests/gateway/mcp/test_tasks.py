@@ -1,6 +1,6 @@
-"""Tasks (SPEC §9) with the official TypeScript SDK client (2025-11-25 tasks, ``tests/js``) against a
+"""Tasks with the official TypeScript SDK client (2025-11-25 tasks, ``tests/js``) against a
 real gateway process and Redis: the SDK's whole task flow, restart survival, ``tasks/cancel``, and
-task ids bound to their caller."""
+task ids bound to their caller. See docs/tools.md#tasks."""
 
 from __future__ import annotations
 
