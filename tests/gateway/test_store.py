@@ -58,17 +58,13 @@ async def create(
 async def finish(
     store: HumanFunctionStore, hf_id: str, outcome: Outcome, *, retain: bool = False, channel: str = "web"
 ) -> HumanFunction:
-    return await store.finish(hf_id, outcome, expired(outcome.at), JOBS.update(hf_id, channel), retain=retain)
+    return await store.finish(hf_id, outcome, JOBS.update(hf_id, channel), retain=retain)
 
 
 def accepted(by: str, at: float = NOW + 1) -> Outcome:
     return Outcome(
         status=Status.ACCEPTED, action=Action.ACCEPT, content={"alpha": True}, by=by, via="web", at=at
     )
-
-
-def expired(at: float = NOW + 1) -> Outcome:
-    return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=REASON, via="timeout", at=at)
 
 
 async def events(store: HumanFunctionStore, *, created: bool = False) -> list[dict[str, str]]:
