@@ -1,10 +1,10 @@
 """Human Functions in Redis: create, read, end exactly once, expire what is overdue.
 
 Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Every change of state
-is one Lua script (``gateway.store_scripts``): the first terminal transition wins, and every
-ending writes its event to the stream that wakes waiting calls, in the same atomic step. Every
-operation is bounded in time, and Redis errors that mean "unreachable" surface as
-``StoreUnavailableError`` (``gateway.redis_client.store_operation``).
+is one Lua script (``gateway.store_scripts``; states and transitions in ``docs/state-machine.md``):
+the first terminal transition wins, and every ending writes its event to the stream that wakes
+waiting calls, in the same atomic step. Every operation is bounded in time, and Redis errors that
+mean "unreachable" surface as ``StoreUnavailableError`` (``gateway.redis_client.store_operation``).
 """
 
 from __future__ import annotations
