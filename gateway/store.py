@@ -173,23 +173,20 @@ class HumanFunctionStore:
     async def finish(
         self, hf_id: str, outcome: Outcome, update: list[Command], *, retain: bool
     ) -> HumanFunction:
-        """End a pending function with ``outcome``, or as expired (``expired_outcome`` with the
-        request's own stored reason) if its deadline has passed at ``outcome.at``.
+        """End a pending function with ``outcome``; an answer or withdrawal at or after its deadline
+        ends it as expired instead (``expired_outcome``, with the request's own stored reason).
 
         ``update`` (the update job) is queued when a message may show the request; ``retain`` keeps
         the result for the next identical call until one returns it. Returns the ended function
         (its status says which outcome won). Raises ``AlreadyAnsweredError`` / ``ExpiredError`` if
         it had ended before, and changes nothing.
         """
-        expired = (
-            outcome if outcome.status is Status.EXPIRED else expired_outcome(TIMED_OUT_REASON, outcome.at)
-        )
         args = scripts.FinishArgs(
             id=hf_id,
             status=outcome.status.value,
             outcome=outcome.model_dump_json(),
             now=repr(outcome.at),
-            expired=expired.model_dump_json(),
+            expired=expired_outcome(TIMED_OUT_REASON, outcome.at).model_dump_json(),
             retain_ms=int(self.retention * 1000) if retain else 0,
             attach_prefix=keys.ATTACH_PREFIX,
             events_keep_seconds=keys.EVENTS_KEEP_SECONDS,

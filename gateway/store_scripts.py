@@ -152,7 +152,8 @@ class FinishArgs(TypedDict):
     now: str
     """When (seconds since epoch, as text): stored as ``ended_at``, and compared with the deadline."""
     expired: str
-    """The expired outcome's JSON, used (with the request's own reason) when it ends by expiring."""
+    """The expired outcome's JSON for ``now``, used (with the request's own reason) when the
+    deadline has passed under another ending."""
     retain_ms: int
     """How long the attach key keeps the result for the next identical call; 0 not at all."""
     attach_prefix: str
@@ -168,14 +169,14 @@ FINISH = (
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
 -- ARGV: 1 FinishArgs (JSON), 2.. the update job's commands (run only when a message may exist:
 --       references recorded, or a delivery started).
--- An ending asked for after the deadline is an expiry.
+-- Any other ending asked for at or after the deadline is an expiry.
 local a = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1],
   'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
 local status, outcome, retain = a.status, a.outcome, a.retain_ms
-if status == 'expired' or tonumber(a.now) >= tonumber(f[2]) then
+if status ~= 'expired' and tonumber(a.now) >= tonumber(f[2]) then
   status, outcome, retain = 'expired', expired_outcome(cjson.decode(a.expired), f[7]), 0
 end
 redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', a.now)

@@ -262,14 +262,19 @@ async def withdraw(m: Machine) -> Step:
 
 
 async def late_answer(m: Machine) -> Step:
-    await m.open(make_hf(deadline=NOW + 10))
-    return await m.end("a1", by_person(Action.ACCEPT, at=NOW + 11), retain=True)
+    await m.open(make_hf(deadline=NOW + 10), reason="Request timed out after 10 seconds")
+    step = await m.end("a1", by_person(Action.ACCEPT, at=NOW + 11), retain=True)
+    assert step.after is not None
+    ended = Outcome.model_validate_json(step.after.fields["outcome"])
+    assert ended == expired_outcome("Request timed out after 10 seconds", NOW + 11)
+    return step
 
 
 async def waiting_deadline(m: Machine) -> Step:
     await m.open(make_hf())
-    step = await m.end("a1", expired_outcome("stale text the store replaces", NOW + 181))
-    assert step.after is not None and REASON in step.after.fields["outcome"]
+    timed_out = expired_outcome(REASON, NOW + 180.5)
+    step = await m.end("a1", timed_out)
+    assert step.after is not None and step.after.fields["outcome"] == timed_out.model_dump_json()
     return step
 
 
