@@ -225,33 +225,23 @@ class HumanFunctionStore:
     async def note_delivery(self, hf_id: str, note: str | None) -> None:
         """Record (or clear, with ``None``) what went wrong delivering a pending request; its waiting
         calls hear of it at once."""
-        await self._note(
-            keys=[keys.human_function(hf_id), keys.EVENTS],
-            args=[
-                _json(
-                    scripts.NoteArgs(
-                        id=hf_id, note=(note or "")[:500], events_keep_seconds=keys.EVENTS_KEEP_SECONDS
-                    )
-                )
-            ],
+        args = scripts.NoteArgs(
+            id=hf_id, note=(note or "")[:500], events_keep_seconds=keys.EVENTS_KEEP_SECONDS
         )
+        await self._note(keys=[keys.human_function(hf_id), keys.EVENTS], args=[_json(args)])
 
     @store_operation
     async def start(self, hf_id: str) -> bool:
         """A person started answering: a request opened with an idle timeout gets its full deadline
         (its waiting calls hear of it at once). False when there was nothing to extend."""
+        args = scripts.StartArgs(
+            id=hf_id,
+            attach_prefix=keys.ATTACH_PREFIX,
+            events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
+            owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
+        )
         started = await self._start(
-            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS],
-            args=[
-                _json(
-                    scripts.StartArgs(
-                        id=hf_id,
-                        attach_prefix=keys.ATTACH_PREFIX,
-                        events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
-                        owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
-                    )
-                )
-            ],
+            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS], args=[_json(args)]
         )
         return bool(started)
 
