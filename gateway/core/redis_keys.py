@@ -22,9 +22,8 @@ ATTACH_PREFIX = f"{PREFIX}:attach:{{"
 
 
 def human_function(hf_id: str) -> str:
-    """Hash of one Human Function (fields: doc, status, deadline, fingerprint, expire_reason,
-    outcome, ended_at, refs, delivery_error, attempts, retain, returned).
-    TTL: deadline + max(RESULT_GRACE_SECONDS, the result retention)."""
+    """Hash of one Human Function; its fields, and what writes each, are in docs/state-machine.md.
+    TTL: its last deadline + max(RESULT_GRACE_SECONDS, the result retention)."""
     return f"{HF_PREFIX}{hf_id}}}"
 
 

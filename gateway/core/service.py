@@ -32,7 +32,7 @@ from schemas.errors import (
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
-from schemas.results import WITHDRAWN_REASON, timeout_reason
+from schemas.results import WITHDRAWN_REASON, expired_outcome, timeout_reason
 from schemas.settings import Settings
 from schemas.text import utf8_size
 
@@ -231,22 +231,12 @@ class HumanFunctionService:
 
     def expired_outcome(self, hf: HumanFunction) -> Outcome:
         """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."."""
-        return Outcome(
-            status=Status.EXPIRED,
-            action=Action.CANCEL,
-            reason=timeout_reason(hf.timeout_seconds),
-            via="timeout",
-            at=self.clock(),
-        )
+        return expired_outcome(timeout_reason(hf.timeout_seconds), self.clock())
 
     async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
         update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
         ended = await self.store.finish(
-            hf.id,
-            outcome,
-            self.expired_outcome(hf),
-            update,
-            retain=retain and self.settings.result_retention > 0,
+            hf.id, outcome, update, retain=retain and self.settings.result_retention > 0
         )
         ENDED.labels(status=ended.status.value).inc()
         return ended

@@ -1,10 +1,10 @@
 """Human Functions in Redis: create, read, end exactly once, expire what is overdue.
 
 Async (``redis.asyncio``) and free of FastAPI, so the RQ workers use it too. Every change of state
-is one Lua script (``gateway.core.store_scripts``): the first terminal transition wins, and every
-ending writes its event to the stream that wakes waiting calls, in the same atomic step. Every
-operation is bounded in time, and Redis errors that mean "unreachable" surface as
-``StoreUnavailableError`` (``gateway.core.redis_client.store_operation``).
+is one Lua script (``gateway.core.store_scripts``; states and transitions in ``docs/state-machine.md``):
+the first terminal transition wins, and every ending writes its event to the stream that wakes
+waiting calls, in the same atomic step. Every operation is bounded in time, and Redis errors that
+mean "unreachable" surface as ``StoreUnavailableError`` (``gateway.core.redis_client.store_operation``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
 from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
+from schemas.results import TIMED_OUT_REASON, expired_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +112,23 @@ class HumanFunctionStore:
         ``full_expire_reason`` is why it ends at that one, once a person started answering."""
         keep = max(keys.RESULT_GRACE_SECONDS, self.retention)
         last = hf.deadline if hf.full_deadline is None else hf.full_deadline
+        args = scripts.CreateArgs(
+            id=hf.id,
+            doc=_doc(hf),
+            deadline=repr(hf.deadline),
+            fingerprint=fingerprint,
+            expire_reason=expire_reason,
+            owner=hf.owner,
+            hash_expiry_ms=int((last + keep) * 1000),
+            attach_expiry_ms=int(hf.deadline * 1000),
+            hf_prefix=keys.HF_PREFIX,
+            per_minute=limits.per_minute,
+            pending=limits.pending,
+            now_ms=int(hf.created_at * 1000),
+        )
+        if hf.full_deadline is not None:
+            args["full_deadline"] = repr(hf.full_deadline)
+            args["full_expire_reason"] = full_expire_reason
         result = await self._create(
             keys=[
                 keys.human_function(hf.id),
@@ -119,23 +138,7 @@ class HumanFunctionStore:
                 keys.owned_pending(hf.owner),
                 keys.EVENTS,
             ],
-            args=[
-                hf.id,
-                _doc(hf),
-                repr(hf.deadline),
-                fingerprint,
-                expire_reason,
-                int((last + keep) * 1000),
-                int(hf.deadline * 1000),
-                keys.HF_PREFIX,
-                "" if hf.full_deadline is None else repr(hf.full_deadline),
-                full_expire_reason,
-                hf.owner,
-                limits.per_minute,
-                limits.pending,
-                int(hf.created_at * 1000),
-                *flatten(delivery),
-            ],
+            args=[_json(args), *flatten(delivery)],
         )
         verdict, fields = result[0], result[1]
         if text(verdict) == "limited":
@@ -168,29 +171,30 @@ class HumanFunctionStore:
 
     @store_operation
     async def finish(
-        self, hf_id: str, outcome: Outcome, expired: Outcome, update: list[Command], *, retain: bool
+        self, hf_id: str, outcome: Outcome, update: list[Command], *, retain: bool
     ) -> HumanFunction:
-        """End a pending function with ``outcome``, or with ``expired`` if its deadline has passed.
+        """End a pending function with ``outcome``; an answer or withdrawal at or after its deadline
+        ends it as expired instead (``expired_outcome``, with the request's own stored reason).
 
         ``update`` (the update job) is queued when a message may show the request; ``retain`` keeps
         the result for the next identical call until one returns it. Returns the ended function
         (its status says which outcome won). Raises ``AlreadyAnsweredError`` / ``ExpiredError`` if
         it had ended before, and changes nothing.
         """
+        args = scripts.FinishArgs(
+            id=hf_id,
+            status=outcome.status.value,
+            outcome=outcome.model_dump_json(),
+            now=repr(outcome.at),
+            expired=expired_outcome(TIMED_OUT_REASON, outcome.at).model_dump_json(),
+            retain_ms=int(self.retention * 1000) if retain else 0,
+            attach_prefix=keys.ATTACH_PREFIX,
+            events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
+            owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
+        )
         result = await self._finish(
             keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS, keys.UNSYNCED],
-            args=[
-                hf_id,
-                outcome.status.value,
-                outcome.model_dump_json(),
-                repr(outcome.at),
-                expired.model_dump_json(),
-                int(self.retention * 1000) if retain else 0,
-                keys.ATTACH_PREFIX,
-                keys.EVENTS_KEEP_SECONDS,
-                keys.OWNED_PENDING_PREFIX,
-                *flatten(update),
-            ],
+            args=[_json(args), *flatten(update)],
         )
         verdict, detail = text(result[0]), result[1]
         if verdict == "missing":
@@ -202,16 +206,17 @@ class HumanFunctionStore:
     @store_operation
     async def reap(self, now: float) -> Reaped:
         """Expire up to ``REAP_BATCH`` overdue pending functions in one step."""
+        args = scripts.ReapArgs(
+            now=repr(now),
+            batch=REAP_BATCH,
+            expired=expired_outcome(TIMED_OUT_REASON, now).model_dump_json(),
+            hf_prefix=keys.HF_PREFIX,
+            attach_prefix=keys.ATTACH_PREFIX,
+            events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
+            owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
+        )
         due, expired, flat = await self._reap(
-            keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED],
-            args=[
-                repr(now),
-                REAP_BATCH,
-                keys.HF_PREFIX,
-                keys.ATTACH_PREFIX,
-                keys.EVENTS_KEEP_SECONDS,
-                keys.OWNED_PENDING_PREFIX,
-            ],
+            keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED], args=[_json(args)]
         )
         pairs = [(text(i), text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
         return Reaped(int(due), int(expired), pairs)
@@ -220,18 +225,23 @@ class HumanFunctionStore:
     async def note_delivery(self, hf_id: str, note: str | None) -> None:
         """Record (or clear, with ``None``) what went wrong delivering a pending request; its waiting
         calls hear of it at once."""
-        await self._note(
-            keys=[keys.human_function(hf_id), keys.EVENTS],
-            args=[hf_id, (note or "")[:500], keys.EVENTS_KEEP_SECONDS],
+        args = scripts.NoteArgs(
+            id=hf_id, note=(note or "")[:500], events_keep_seconds=keys.EVENTS_KEEP_SECONDS
         )
+        await self._note(keys=[keys.human_function(hf_id), keys.EVENTS], args=[_json(args)])
 
     @store_operation
     async def start(self, hf_id: str) -> bool:
         """A person started answering: a request opened with an idle timeout gets its full deadline
         (its waiting calls hear of it at once). False when there was nothing to extend."""
+        args = scripts.StartArgs(
+            id=hf_id,
+            attach_prefix=keys.ATTACH_PREFIX,
+            events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
+            owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
+        )
         started = await self._start(
-            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS],
-            args=[hf_id, keys.ATTACH_PREFIX, keys.EVENTS_KEEP_SECONDS, keys.OWNED_PENDING_PREFIX],
+            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS], args=[_json(args)]
         )
         return bool(started)
 
@@ -306,6 +316,11 @@ class HumanFunctionStore:
     async def pending_ids(self) -> list[str]:
         """Every pending id, soonest deadline first."""
         return [text(i) for i in await self.redis.zrange(keys.PENDING, 0, -1)]
+
+
+def _json(args: Mapping[str, object]) -> str:
+    # UTF-8 as it is: cjson copies it byte for byte, so the hash keeps exactly what Python wrote.
+    return json.dumps(args, separators=(",", ":"), ensure_ascii=False)
 
 
 def _pairs(flat: list[Any]) -> dict[Any, Any]:

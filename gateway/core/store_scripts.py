@@ -1,12 +1,20 @@
-"""The Lua scripts of the store, one named constant each.
+"""The Lua scripts of the store, one named constant each, and the shape of their arguments.
 
 Each runs atomically in Redis, so a request is never stored without its delivery job, never ends
-twice, and never ends without its event being written. Scripts that enqueue RQ jobs take the
-commands RQ itself would have run (recorded by ``gateway.core.queue``) as trailing arguments, each as
-its argument count followed by its arguments, and run them with ``run_commands``.
+twice, and never ends without its event being written. Which script makes which transition, and
+every hash field each one writes, is drawn in ``docs/state-machine.md``.
+
+Every script takes its arguments as one JSON object in ``ARGV[1]`` (the ``...Args`` typed dict next
+to it says what each member means). Times that are stored as they are (deadlines, ``ended_at``)
+travel as their decimal text, so the hash keeps exactly what Python wrote. Scripts that enqueue RQ
+jobs also take the commands RQ itself would have run (recorded by ``gateway.core.queue``), binary job
+data included, from ``ARGV[2]`` on: each as its argument count followed by its arguments, run by
+``run_commands``.
 """
 
 from __future__ import annotations
+
+from typing import NotRequired, TypedDict
 
 EVENTS_MIN_ID = """
 local function events_min_id(keep_seconds)
@@ -31,21 +39,62 @@ end
 """
 """Lua helper: run the recorded commands found in ``args`` from index ``from`` on."""
 
+EXPIRED_OUTCOME = """
+local function expired_outcome(template, reason)
+  local generic = template.reason
+  template.reason = reason or generic
+  local outcome = cjson.encode(template)
+  template.reason = generic
+  return outcome
+end
+"""
+"""Lua helper: the expired outcome, as JSON. ``template`` is the one Python built for this moment
+(``schemas.results.expired_outcome``); only its reason is replaced, by the request's own (stored
+when it was created or started). A hash without one keeps the template's generic reason."""
+
+
+class CreateArgs(TypedDict):
+    """``ARGV[1]`` of ``CREATE``."""
+
+    id: str
+    doc: str
+    """The request's JSON (``gateway.core.store``), stored as the ``doc`` field."""
+    deadline: str
+    """When it ends unless answered (seconds since epoch, as text)."""
+    fingerprint: str
+    expire_reason: str
+    """Why it ends at ``deadline``."""
+    full_deadline: NotRequired[str]
+    """Only with an idle timeout: the deadline it gets once a person starts answering."""
+    full_expire_reason: NotRequired[str]
+    """Why it ends at ``full_deadline``."""
+    owner: str
+    hash_expiry_ms: int
+    """When the hash itself goes (ms since epoch): its last deadline plus the grace or retention."""
+    attach_expiry_ms: int
+    """When the attach key goes (ms since epoch): its deadline."""
+    hf_prefix: str
+    """``redis_keys.HF_PREFIX``, to name the hash of a request re-attached to."""
+    per_minute: int
+    """New requests the owner may open per minute."""
+    pending: int
+    """Requests the owner may have pending at once."""
+    now_ms: int
+
+
 CREATE = (
     RUN_COMMANDS
     + """
 -- KEYS: 1 the new hash, 2 the attach key, 3 the pending index, 4 the owner's rate window,
 --       5 the owner's pending requests, 6 the events stream.
--- ARGV: 1 id, 2 doc, 3 deadline, 4 fingerprint, 5 expire reason, 6 hash expiry (ms since epoch),
---       7 attach expiry (ms since epoch), 8 hash key prefix, 9 full deadline ('' for none),
---       10 its expire reason, 11 owner, 12 new requests allowed per minute, 13 pending requests
---       allowed, 14 now (ms since epoch), 15.. the delivery job's commands.
+-- ARGV: 1 CreateArgs (JSON), 2.. the delivery job's commands.
 -- An identical pending request is re-attached to; an identical one a person answered and no call
 -- has returned yet is handed out once (then marked returned); otherwise, within the owner's
 -- limits, a new one is stored: {'limited', which limit, seconds to wait} when past one.
+local a = cjson.decode(ARGV[1])
 local existing = redis.call('GET', KEYS[2])
 if existing then
-  local key = ARGV[8] .. existing .. '}'
+  local key = a.hf_prefix .. existing .. '}'
   local state = redis.call('HMGET', key, 'status', 'retain', 'returned')
   if state[1] == 'pending' then
     return {'attached', redis.call('HGETALL', key)}
@@ -55,64 +104,87 @@ if existing then
     return {'retained', redis.call('HGETALL', key)}
   end
 end
-local now = tonumber(ARGV[14])
+local now = a.now_ms
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now / 1000)
-if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[13]) then
+if redis.call('ZCARD', KEYS[5]) >= a.pending then
   local soonest = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
   return {'limited', 'pending', math.ceil(tonumber(soonest[2]) - now / 1000)}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 60000)
-if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
+if redis.call('ZCARD', KEYS[4]) >= a.per_minute then
   local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   return {'limited', 'rate', math.ceil((tonumber(oldest[2]) + 60000 - now) / 1000)}
 end
-redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZADD', KEYS[4], now, a.id)
 redis.call('PEXPIRE', KEYS[4], 60000)
-redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'status', 'pending', 'deadline', ARGV[3],
-  'fingerprint', ARGV[4], 'expire_reason', ARGV[5], 'owner', ARGV[11])
-local last = ARGV[3]
-if ARGV[9] ~= '' then
-  redis.call('HSET', KEYS[1], 'full_deadline', ARGV[9], 'full_expire_reason', ARGV[10])
-  last = ARGV[9]
+redis.call('HSET', KEYS[1], 'doc', a.doc, 'status', 'pending', 'deadline', a.deadline,
+  'fingerprint', a.fingerprint, 'expire_reason', a.expire_reason, 'owner', a.owner)
+local last = a.deadline
+if a.full_deadline then
+  redis.call('HSET', KEYS[1], 'full_deadline', a.full_deadline, 'full_expire_reason', a.full_expire_reason)
+  last = a.full_deadline
 end
-redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[5], a.deadline, a.id)
 local ttl = redis.call('PTTL', KEYS[5])  -- Redis 6.2 has no PEXPIRETIME
 if ttl < 0 or now + ttl < tonumber(last) * 1000 then
   redis.call('PEXPIREAT', KEYS[5], math.ceil(tonumber(last) * 1000))
 end
-redis.call('PEXPIREAT', KEYS[1], ARGV[6])
-redis.call('SET', KEYS[2], ARGV[1], 'PXAT', ARGV[7])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], a.hash_expiry_ms)
+redis.call('SET', KEYS[2], a.id, 'PXAT', a.attach_expiry_ms)
+redis.call('ZADD', KEYS[3], a.deadline, a.id)
 -- Heard by the inbox (a new request to show); the entries of endings keep the stream trimmed.
-redis.call('XADD', KEYS[6], '*', 'id', ARGV[1], 'created', '1')
-run_commands(ARGV, 15)
+redis.call('XADD', KEYS[6], '*', 'id', a.id, 'created', '1')
+run_commands(ARGV, 2)
 return {'created', {}}
 """
 )
 """Store a Human Function and queue its delivery, or re-attach, or hand out a kept result."""
 
+
+class FinishArgs(TypedDict):
+    """``ARGV[1]`` of ``FINISH``."""
+
+    id: str
+    status: str
+    """The status ``outcome`` ends it with."""
+    outcome: str
+    """The outcome's JSON."""
+    now: str
+    """When (seconds since epoch, as text): stored as ``ended_at``, and compared with the deadline."""
+    expired: str
+    """The expired outcome's JSON for ``now``, used (with the request's own reason) when the
+    deadline has passed under another ending."""
+    retain_ms: int
+    """How long the attach key keeps the result for the next identical call; 0 not at all."""
+    attach_prefix: str
+    events_keep_seconds: int
+    owned_pending_prefix: str
+
+
 FINISH = (
     RUN_COMMANDS
     + EVENTS_MIN_ID
+    + EXPIRED_OUTCOME
     + """
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
--- ARGV: 1 id, 2 status, 3 outcome JSON, 4 now, 5 expired-outcome JSON, 6 retention (ms; 0 none),
---       7 attach key prefix, 8 seconds of events to keep, 9 owner-pending key prefix, 10.. the
---       update job's commands (run only when a message may exist: references recorded, or a
---       delivery started).
-local f = redis.call('HMGET', KEYS[1], 'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner')
+-- ARGV: 1 FinishArgs (JSON), 2.. the update job's commands (run only when a message may exist:
+--       references recorded, or a delivery started).
+-- Any other ending asked for at or after the deadline is an expiry.
+local a = cjson.decode(ARGV[1])
+local f = redis.call('HMGET', KEYS[1],
+  'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
-local status, outcome, retain = ARGV[2], ARGV[3], tonumber(ARGV[6])
-if status ~= 'expired' and tonumber(ARGV[4]) >= tonumber(f[2]) then
-  status, outcome, retain = 'expired', ARGV[5], 0
+local status, outcome, retain = a.status, a.outcome, a.retain_ms
+if status ~= 'expired' and tonumber(a.now) >= tonumber(f[2]) then
+  status, outcome, retain = 'expired', expired_outcome(cjson.decode(a.expired), f[7]), 0
 end
-redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', ARGV[4])
-redis.call('ZREM', KEYS[2], ARGV[1])
-if f[6] then redis.call('ZREM', ARGV[9] .. f[6] .. '}', ARGV[1]) end
+redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', a.now)
+redis.call('ZREM', KEYS[2], a.id)
+if f[6] then redis.call('ZREM', a.owned_pending_prefix .. f[6] .. '}', a.id) end
 if f[3] then
-  local attach = ARGV[7] .. f[3] .. '}'
-  if redis.call('GET', attach) == ARGV[1] then
+  local attach = a.attach_prefix .. f[3] .. '}'
+  if redis.call('GET', attach) == a.id then
     if retain > 0 then
       redis.call('PEXPIRE', attach, retain)
       redis.call('HSET', KEYS[1], 'retain', '1')
@@ -121,46 +193,64 @@ if f[3] then
     end
   end
 end
-redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(ARGV[8]), '*', 'id', ARGV[1], 'outcome', outcome)
-if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 10 then
-  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-  run_commands(ARGV, 10)
+redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
+  'outcome', outcome)
+if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 2 then
+  redis.call('ZADD', KEYS[4], a.now, a.id)
+  run_commands(ARGV, 2)
 end
 return {'ok', redis.call('HGETALL', KEYS[1])}
 """
 )
 """End a pending Human Function; {'ok', ended hash} or {old status, old outcome} or {'missing'}."""
 
+
+class ReapArgs(TypedDict):
+    """``ARGV[1]`` of ``REAP``."""
+
+    now: str
+    """Seconds since epoch, as text: what is due by then ends, with it as ``ended_at``."""
+    batch: int
+    """Most index entries to look at."""
+    expired: str
+    """The expired outcome's JSON for ``now``; each request gets its own reason in it."""
+    hf_prefix: str
+    attach_prefix: str
+    events_keep_seconds: int
+    owned_pending_prefix: str
+
+
 REAP = (
     EVENTS_MIN_ID
+    + EXPIRED_OUTCOME
     + """
 -- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index.
--- ARGV: 1 now, 2 most to look at, 3 hash key prefix, 4 attach key prefix, 5 seconds of events to
---       keep, 6 owner-pending key prefix.
+-- ARGV: 1 ReapArgs (JSON).
 -- Returns {how many index entries were due, how many ended here, then id and channel of each of
 -- those whose message needs updating}.
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local a = cjson.decode(ARGV[1])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', a.now, 'LIMIT', 0, a.batch)
+local template = cjson.decode(a.expired)
 local to_update = {}
 local expired = 0
-local min_id = events_min_id(ARGV[5])
+local min_id = events_min_id(a.events_keep_seconds)
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
-  local key = ARGV[3] .. id .. '}'
+  local key = a.hf_prefix .. id .. '}'
   local f = redis.call('HMGET', key,
     'status', 'fingerprint', 'refs', 'attempts', 'expire_reason', 'doc', 'owner')
-  if f[7] then redis.call('ZREM', ARGV[6] .. f[7] .. '}', id) end
+  if f[7] then redis.call('ZREM', a.owned_pending_prefix .. f[7] .. '}', id) end
   if f[1] == 'pending' then
     expired = expired + 1
-    local outcome = cjson.encode({status = 'expired', action = 'cancel', via = 'timeout',
-      reason = f[5] or 'Request timed out', at = tonumber(ARGV[1])})
-    redis.call('HSET', key, 'status', 'expired', 'outcome', outcome, 'ended_at', ARGV[1])
+    local outcome = expired_outcome(template, f[5])
+    redis.call('HSET', key, 'status', 'expired', 'outcome', outcome, 'ended_at', a.now)
     if f[2] then
-      local attach = ARGV[4] .. f[2] .. '}'
+      local attach = a.attach_prefix .. f[2] .. '}'
       if redis.call('GET', attach) == id then redis.call('DEL', attach) end
     end
     redis.call('XADD', KEYS[2], 'MINID', '~', min_id, '*', 'id', id, 'outcome', outcome)
     if f[3] or tonumber(f[4] or '0') > 0 then
-      redis.call('ZADD', KEYS[3], ARGV[1], id)
+      redis.call('ZADD', KEYS[3], a.now, id)
       table.insert(to_update, id)
       table.insert(to_update, cjson.decode(f[6])['channel'])
     end
@@ -171,42 +261,65 @@ return {#ids, expired, to_update}
 )
 """Expire every overdue pending Human Function (up to a batch) in one call."""
 
+
+class NoteArgs(TypedDict):
+    """``ARGV[1]`` of ``NOTE``."""
+
+    id: str
+    note: str
+    """What went wrong delivering it; '' clears it."""
+    events_keep_seconds: int
+
+
 NOTE = (
     EVENTS_MIN_ID
     + """
--- KEYS: 1 the hash, 2 the events stream. ARGV: 1 id, 2 note ('' clears it), 3 seconds of events to keep.
+-- KEYS: 1 the hash, 2 the events stream. ARGV: 1 NoteArgs (JSON).
+local a = cjson.decode(ARGV[1])
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
-if ARGV[2] == '' then
+if a.note == '' then
   redis.call('HDEL', KEYS[1], 'delivery_error')
 else
-  redis.call('HSET', KEYS[1], 'delivery_error', ARGV[2])
+  redis.call('HSET', KEYS[1], 'delivery_error', a.note)
 end
-redis.call('XADD', KEYS[2], 'MINID', '~', events_min_id(ARGV[3]), '*', 'id', ARGV[1], 'note', ARGV[2])
+redis.call('XADD', KEYS[2], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
+  'note', a.note)
 return 1
 """
 )
 """Record (or clear) what went wrong delivering a pending request, and tell its waiting calls."""
 
+
+class StartArgs(TypedDict):
+    """``ARGV[1]`` of ``START``."""
+
+    id: str
+    attach_prefix: str
+    events_keep_seconds: int
+    owned_pending_prefix: str
+
+
 START = (
     EVENTS_MIN_ID
     + """
--- KEYS: 1 the hash, 2 the pending index, 3 the events stream.
--- ARGV: 1 id, 2 attach key prefix, 3 seconds of events to keep, 4 owner-pending key prefix.
+-- KEYS: 1 the hash, 2 the pending index, 3 the events stream. ARGV: 1 StartArgs (JSON).
 -- A person started answering a request opened with an idle timeout: it gets its full deadline.
+local a = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1],
   'status', 'deadline', 'full_deadline', 'full_expire_reason', 'fingerprint', 'owner')
 if f[1] ~= 'pending' or not f[3] then return 0 end
 redis.call('HSET', KEYS[1], 'deadline', f[3], 'expire_reason', f[4])
 redis.call('HDEL', KEYS[1], 'full_deadline', 'full_expire_reason')
-redis.call('ZADD', KEYS[2], 'XX', f[3], ARGV[1])
-if f[6] then redis.call('ZADD', ARGV[4] .. f[6] .. '}', 'XX', f[3], ARGV[1]) end
+redis.call('ZADD', KEYS[2], 'XX', f[3], a.id)
+if f[6] then redis.call('ZADD', a.owned_pending_prefix .. f[6] .. '}', 'XX', f[3], a.id) end
 if f[5] then
-  local attach = ARGV[2] .. f[5] .. '}'
-  if redis.call('GET', attach) == ARGV[1] then
+  local attach = a.attach_prefix .. f[5] .. '}'
+  if redis.call('GET', attach) == a.id then
     redis.call('PEXPIREAT', attach, math.floor(tonumber(f[3]) * 1000))
   end
 end
-redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(ARGV[3]), '*', 'id', ARGV[1], 'deadline', f[3])
+redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
+  'deadline', f[3])
 return 1
 """
 )

@@ -20,13 +20,14 @@ from gateway.core.events import Events
 from gateway.core.service import HumanFunctionService
 from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome
+from schemas.results import EXPIRED_VIA
 
 logger = logging.getLogger(__name__)
 
 FIRST_PAUSE_MIN = 0.5
 """The first pause between two ticks is at least this part of the poll interval (and at most all)."""
 
-NOT_A_PERSON = {"timeout", AGENT_VIA}
+NOT_A_PERSON = {EXPIRED_VIA, AGENT_VIA}
 """``Outcome.via`` of endings no person made (their results are never kept for a later call)."""
 
 

@@ -58,17 +58,13 @@ async def create(
 async def finish(
     store: HumanFunctionStore, hf_id: str, outcome: Outcome, *, retain: bool = False, channel: str = "web"
 ) -> HumanFunction:
-    return await store.finish(hf_id, outcome, expired(outcome.at), JOBS.update(hf_id, channel), retain=retain)
+    return await store.finish(hf_id, outcome, JOBS.update(hf_id, channel), retain=retain)
 
 
 def accepted(by: str, at: float = NOW + 1) -> Outcome:
     return Outcome(
         status=Status.ACCEPTED, action=Action.ACCEPT, content={"alpha": True}, by=by, via="web", at=at
     )
-
-
-def expired(at: float = NOW + 1) -> Outcome:
-    return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=REASON, via="timeout", at=at)
 
 
 async def events(store: HumanFunctionStore, *, created: bool = False) -> list[dict[str, str]]:
@@ -353,3 +349,17 @@ async def test_other_fields_are_stored_only_when_given(store: HumanFunctionStore
     assert b"other_fields" not in await store.redis.hget(keys.human_function("a1"), "doc")
     assert (await store.get("a1")).other_fields == {}
     assert (await store.get("b2")).other_fields == {"zeta": "alpha"}
+
+
+async def test_a_hash_stored_without_its_expire_reason_expires_with_the_generic_one(
+    store: HumanFunctionStore,
+) -> None:
+    for hf_id, deadline in (("a1", NOW + 5), ("b2", NOW + 500)):
+        await create(store, make_hf(hf_id, deadline=deadline), f"fp-{hf_id}")
+        await store.redis.hdel(keys.human_function(hf_id), "expire_reason")  # as an older gateway wrote it
+    await store.reap(NOW + 10)
+    await finish(store, "b2", accepted("ada", at=NOW + 501))
+    for hf_id in ("a1", "b2"):
+        ended = await store.get(hf_id)
+        assert ended.status is Status.EXPIRED and ended.outcome is not None
+        assert (ended.outcome.reason, ended.outcome.via) == ("Request timed out", "timeout")
