@@ -16,8 +16,9 @@ from starlette.routing import Route
 from gateway import docs, health, rest
 from gateway.auth import CallerAuth
 from gateway.collector import tune_collector
+from gateway.core.events import Events
+from gateway.core.service import Clock
 from gateway.errors import install_error_handlers
-from gateway.events import Events
 from gateway.hosts import HostCheck
 from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
@@ -32,7 +33,6 @@ from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
 from gateway.runtime import Runtime, open_runtime
-from gateway.service import Clock
 from schemas.settings import Settings, get_settings
 
 

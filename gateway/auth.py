@@ -7,7 +7,7 @@ from collections.abc import Callable
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.callers import CALLER_STATE_KEY
+from gateway.core.callers import CALLER_STATE_KEY
 from gateway.errors import error_body, error_headers, status_of
 from gateway.runtime import Runtime
 from schemas.errors import AuthError, HumangateError, StoreUnavailableError

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from gateway import doctor as doctor_module
-from gateway.local import NoLocalRedis, local_redis
+from gateway.core.local import NoLocalRedis, local_redis
 from gateway.logs import configure_logging
 from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
 
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_serve(args.host, args.port, args.worker, args.workers)
     if args.command == "worker":
-        from gateway.workers_cli import run_workers
+        from workers.cli import run_workers
 
         return run_workers(args.channels, burst=args.burst)
     if args.command == "keys":
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from redis.asyncio import Redis
 
-    from gateway.callers import KeyRing
+    from gateway.core.callers import KeyRing
 
     async def act(url: str) -> int:
         async with Redis.from_url(url) as redis:

@@ -8,9 +8,9 @@ import sys
 import redis
 
 from channels.registry import CHANNELS
-from gateway import redis_check
-from gateway.local import running_embedded_url
-from gateway.redis_client import safe_url, sync_redis
+from gateway.core import redis_check
+from gateway.core.local import running_embedded_url
+from gateway.core.redis_client import safe_url, sync_redis
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
-from gateway.redis_client import UNAVAILABLE_ERRORS
+from gateway.core.redis_client import UNAVAILABLE_ERRORS
 from schemas.errors import (
     AuthError,
     ClosedError,
@@ -84,7 +84,7 @@ ERROR_DESCRIPTIONS = {
     413: "The body is larger than this path accepts (`RequestTooLarge`)",
     422: "A field breaks a rule: the body, the schema (`InvalidSchemaError`, with `violations`), "
     "the message, or the channel (`InvalidRequestError`, `NotConfiguredError`)",
-    429: "Past one of the caller's limits (SPEC §3: new requests per minute, pending requests at once); "
+    429: "Past one of the caller's limits (new requests per minute, pending requests at once); "
     "retry after `Retry-After` seconds (`RateLimitedError`)",
     503: "humangate's store (Redis) cannot be reached right now; retry after `Retry-After` seconds "
     "(`StoreUnavailableError`): the same call is safe to repeat",

@@ -15,13 +15,13 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import default_channel
-from gateway.callers import Caller, owns
+from gateway.core.callers import Caller, owns
+from gateway.core.links import form_url
+from gateway.core.service import check_request
+from gateway.core.store import Opened
+from gateway.core.waiting import returned
 from gateway.errors import error_responses
-from gateway.links import form_url
 from gateway.runtime import Runtime
-from gateway.service import check_request
-from gateway.store import Opened
-from gateway.waiting import returned
 from schemas.errors import InvalidJsonError, UnknownRequestError
 from schemas.json_text import read_json
 from schemas.models import HumanFunction

@@ -12,13 +12,13 @@ from typing import Any
 from redis.asyncio import Redis
 
 from channels.registry import CHANNELS
-from gateway.callers import KeyRing
-from gateway.events import Events
-from gateway.queue import JobRecorder
-from gateway.reaper import reap_forever
-from gateway.redis_client import async_redis
-from gateway.service import Clock, HumanFunctionService
-from gateway.store import HumanFunctionStore
+from gateway.core.callers import KeyRing
+from gateway.core.events import Events
+from gateway.core.queue import JobRecorder
+from gateway.core.reaper import reap_forever
+from gateway.core.redis_client import async_redis
+from gateway.core.service import Clock, HumanFunctionService
+from gateway.core.store import HumanFunctionStore
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -20,13 +20,13 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from channels.registry import configured_channels
-from gateway import redis_check
-from gateway.embedded import EmbeddedRedis
-from gateway.local import url_file
+from gateway.core import redis_check
+from gateway.core.embedded import EmbeddedRedis
+from gateway.core.local import url_file
+from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
 from gateway.logs import install_redaction
-from gateway.redis_client import is_unavailable, safe_url, sync_redis
-from gateway.rq_worker import WorkerThread, start_worker_thread
 from schemas.settings import get_settings, override_settings
+from workers.rq_worker import WorkerThread, start_worker_thread
 
 logger = logging.getLogger(__name__)
 

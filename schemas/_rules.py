@@ -1,4 +1,4 @@
-"""Per-property rules of the flat-schema checker (SPEC §5); private to ``schemas.flat``.
+"""Per-property rules of the flat-schema checker (docs/schemas.md); private to ``schemas.flat``.
 
 Every check appends ``Violation``s to ``out`` instead of raising, so the caller sees all of them at
 once, and every check tolerates any JSON type in any place (a wrong type is a violation too).

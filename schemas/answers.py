@@ -87,7 +87,7 @@ def validate_answer(
     the result for an optional one. Raises ``InvalidAnswerError`` naming every failing field.
 
     Pattern matches share ``pattern_budget`` seconds. They release the GIL, but still block the
-    calling thread: the gateway calls this through ``gateway.validation``, off its event loop.
+    calling thread: the gateway calls this through ``gateway.core.validation``, off its event loop.
     """
     if not isinstance(content, Mapping):
         raise InvalidAnswerError({"": "the answer must be an object with one value per field"})

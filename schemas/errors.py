@@ -98,7 +98,7 @@ class ExpiredError(ClosedError):
 
 
 class RateLimitedError(HumangateError):
-    """The caller is past one of its limits (SPEC §3); nothing was opened."""
+    """The caller is past one of its limits (docs/callers.md#limits); nothing was opened."""
 
     def __init__(self, which: str, limit: str, retry_after: int) -> None:
         self.which = which

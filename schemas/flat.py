@@ -1,4 +1,4 @@
-"""The flat-schema checker (SPEC §5), and the helpers channels use to read a checked schema.
+"""The flat-schema checker (docs/schemas.md), and the helpers channels use to read a checked schema.
 
 A flat schema is what MCP elicitation (2025-11-25) allows: one object whose properties are strings,
 numbers, integers, booleans, single-selects or multi-selects. ``check_flat_schema`` refuses anything
@@ -35,7 +35,7 @@ from schemas.text import INVALID_TEXT, invalid_text_path
 
 @dataclass(frozen=True, slots=True)
 class SchemaLimits:
-    """How big a flat schema may be (SPEC §5); past any limit it is refused."""
+    """How big a flat schema may be (docs/schemas.md#limits); past any limit it is refused."""
 
     max_properties: int = 32
     max_options: int = 100
@@ -43,7 +43,7 @@ class SchemaLimits:
 
 
 DEFAULT_LIMITS = SchemaLimits()
-"""The limits SPEC §5 names: 32 properties, 100 options per select, 64 KiB of compact JSON."""
+"""The limits docs/schemas.md#limits names: 32 properties, 100 options per select, 64 KiB of compact JSON."""
 
 Kind = Literal["string", "number", "integer", "boolean", "single_select", "multi_select"]
 

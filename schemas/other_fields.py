@@ -2,7 +2,7 @@
 for the person's own words (``ask_user_question`` offers one for every question).
 
 A person who chooses Other writes their answer in the text; one who does not leaves the text empty.
-A flat schema cannot tie two properties together (SPEC §5 allows no combinators beyond option lists),
+A flat schema cannot tie two properties together (docs/schemas.md allows no combinators beyond option lists),
 so the text is optional in the schema and a request carries its pairs beside it
 (``HumanFunction.other_fields``); every accepted answer, whichever channel it came through, is checked
 against them after the schema itself, the text field named, so the person fixes it where they

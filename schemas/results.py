@@ -1,11 +1,11 @@
-"""The exact texts and structured results an agent receives (SPEC §4)."""
+"""The exact texts and structured results an agent receives (docs/tools.md#results)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from schemas.models import Action, Outcome
+from schemas.models import Action, Outcome, Status
 
 NO_REASON = "No reason given"
 """The decline text when the person gave no reason."""
@@ -26,6 +26,20 @@ def duration_text(seconds: float) -> str:
 def timeout_reason(timeout_seconds: float) -> str:
     """The cancel reason of an expired request: ``Request timed out after 3 minutes``."""
     return f"Request timed out after {duration_text(timeout_seconds)}"
+
+
+TIMED_OUT_REASON = "Request timed out"
+"""The cancel reason of an expired request whose own reason was never stored (a hash written
+before the reason was)."""
+
+EXPIRED_VIA = "timeout"
+"""The ``via`` of an expired outcome: the clock ended it, not a person."""
+
+
+def expired_outcome(reason: str, at: float) -> Outcome:
+    """How a request ends when its deadline passes; the one place this outcome is built (the store's
+    scripts receive it and put the request's own stored reason in it)."""
+    return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=reason, via=EXPIRED_VIA, at=at)
 
 
 def compact_json(content: dict[str, Any] | None) -> str:

@@ -49,12 +49,12 @@ class Settings(BaseSettings):
     authenticated_timeout: float = Field(300.0, gt=0)
     poll_interval: float = Field(5.0, gt=0)
     rate_limit: int = Field(60, gt=0)
-    """New requests per minute per API key (SPEC §3)."""
+    """New requests per minute per API key (docs/callers.md#limits)."""
     anonymous_rate_limit: int | None = Field(None, gt=0)
     """New requests per minute of all anonymous callers of one client address (default: 20, or
     ``rate_limit`` if lower)."""
     max_pending: int = Field(100, gt=0)
-    """Pending requests at once per API key (SPEC §3)."""
+    """Pending requests at once per API key (docs/callers.md#limits)."""
     anonymous_max_pending: int | None = Field(None, gt=0)
     """Pending requests at once of all anonymous callers of one client address (default: 10, or
     ``max_pending`` if lower)."""
@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     (0: never kept; such a call then asks again)."""
     client_elicitation: Literal["race", "off"] = "race"
     """``race``: also ask through the calling MCP client's own form when it declares form elicitation
-    (SPEC 9); ``off``: only the channel asks."""
+    (docs/tools.md#the-clients-own-form); ``off``: only the channel asks."""
 
     max_properties: int = Field(32, gt=0)
     max_options: int = Field(100, gt=0)

@@ -17,7 +17,7 @@ import pytest
 import redis
 from playwright.async_api import Browser, BrowserContext
 
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis, free_port
 from schemas.settings import Settings, override_settings
 from tests.browser import OpenPage, Watched, launch_chromium, watch
 from tests.fakes.discord import FakeDiscord

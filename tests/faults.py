@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis, free_port
 
 
 class Mode(enum.Enum):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gateway.cli import build_parser
-from gateway.queue import JOB_TIMEOUT
+from gateway.core.queue import JOB_TIMEOUT
 from schemas.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"

@@ -16,9 +16,9 @@ from rq.timeouts import JobTimeoutException
 
 from channels.base import RenderContext
 from channels.registry import CHANNELS
-from gateway.links import form_url
-from gateway.queue import DELIVERY_RETRY_INTERVALS, JOB_TIMEOUT
-from gateway.store import HumanFunctionStore
+from gateway.core.links import form_url
+from gateway.core.queue import DELIVERY_RETRY_INTERVALS, JOB_TIMEOUT
+from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
 from workers.loop import JobLoop, job_loop

@@ -16,8 +16,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from channels.registry import CHANNELS
-from gateway.redis_client import async_redis
-from gateway.store import HumanFunctionStore
+from gateway.core.redis_client import async_redis
+from gateway.core.store import HumanFunctionStore
 from schemas.settings import Settings, get_settings
 
 T = TypeVar("T")

@@ -181,7 +181,7 @@ def verify_signature(secret: str, headers: Mapping[str, str], body: bytes, now: 
 
     ``headers`` has lower-case names. Slack signs ``v0:{timestamp}:{raw body}`` with HMAC-SHA256 and
     the app's signing secret; a request more than five minutes from ``now`` is refused (replays of a
-    fresh one are the job of ``gateway.replay``).
+    fresh one are the job of ``gateway.core.replay``).
     """
     timestamp = headers.get("x-slack-request-timestamp", "").strip()
     signature = headers.get("x-slack-signature", "").strip()

@@ -106,7 +106,7 @@ class UnreadableFieldsError(InvalidAnswerError):
     """Some inputs of a card could not be read as their field's type (``errors``). ``readable`` holds
     the values of the others, for the caller to check against the schema (``validate_answer``) so
     that a refusal names every failing field at once. That check matches the agent's patterns, so it
-    is the gateway's to run, off its event loop (``gateway.validation``): this module does no I/O
+    is the gateway's to run, off its event loop (``gateway.core.validation``): this module does no I/O
     and no pattern matching."""
 
     def __init__(self, errors: dict[str, str], readable: dict[str, Any]) -> None:

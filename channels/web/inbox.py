@@ -1,4 +1,4 @@
-"""The pages of the operators' inbox (SPEC §10): sign-in, and the list of pending requests beside the
+"""The pages of the operators' inbox (docs/inbox.md): sign-in, and the list of pending requests beside the
 one being answered.
 
 The list, the request and its form are drawn on the server, so the inbox works without JavaScript;

@@ -40,7 +40,7 @@ from channels.web.channel import (
     render_unknown_page,
 )
 from channels.web.page import render_expired_page, render_notice_page, render_refused_link_page
-from gateway.links import form_url, parse_form_token
+from gateway.core.links import form_url, parse_form_token
 from gateway.runtime import Runtime
 from gateway.security import new_nonce, page_headers, page_response
 from schemas.errors import (

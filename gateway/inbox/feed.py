@@ -25,11 +25,11 @@ from redis.asyncio import Redis
 
 from channels.display import AGENT_VIA
 from channels.web.inbox import item_of
-from gateway import redis_keys as keys
-from gateway.events import newest_event_id
+from gateway.core import redis_keys as keys
+from gateway.core.events import newest_event_id
+from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable, text
+from gateway.core.store import HumanFunctionStore
 from gateway.inbox.sessions import OperatorSessions, Session
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable, text
-from gateway.store import HumanFunctionStore
 from schemas.errors import StoreUnavailableError, UnknownRequestError
 from schemas.models import Outcome, Status
 

@@ -1,4 +1,4 @@
-"""The inbox's routes (SPEC §10): sign in and out, the list, one request's form, its live updates.
+"""The inbox's routes (docs/inbox.md): sign in and out, the list, one request's form, its live updates.
 
 | route | what | without a session |
 | --- | --- | --- |

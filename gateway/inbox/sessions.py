@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.callers import KeyRing, digest
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.callers import KeyRing, digest
+from gateway.core.redis_client import store_operation, text
 
 logger = logging.getLogger(__name__)
 

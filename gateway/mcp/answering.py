@@ -1,8 +1,8 @@
-"""``answer_request``: the app-only tool the inline form answers through (SPEC §9).
+"""``answer_request``: the app-only tool the inline form answers through (docs/tools.md#answer_request).
 
 The app knows the arguments of the call it sits beside (``message``, ``schema``, ``uiType``), not the
 Human Function's id. Those arguments and the calling caller are exactly what makes a call identical
-for re-attaching (``gateway.service.fingerprint``), so they find the caller's own pending request and
+for re-attaching (``gateway.core.service.fingerprint``), so they find the caller's own pending request and
 nobody else's: another caller's arguments make another fingerprint, and ``owns`` checks the request
 found. The answer goes through ``HumanFunctionService.answer`` like every other, ``via="client"``.
 """
@@ -13,14 +13,14 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.callers import owns
+from gateway.core.callers import owns
+from gateway.core.service import fingerprint
+from gateway.core.store import closed_error
 from gateway.mcp.app import FORM_URI
-from gateway.mcp.asking import Call
+from gateway.mcp.call import Call
 from gateway.mcp.client_form import answer_from_client
 from gateway.mcp.elicit import parse_arguments
 from gateway.mcp.texts import text_result
-from gateway.service import fingerprint
-from gateway.store import closed_error
 from schemas.errors import (
     HumangateError,
     InvalidAnswerError,

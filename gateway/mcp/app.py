@@ -1,4 +1,4 @@
-"""The inline form as an MCP App (extension ``io.modelcontextprotocol/ui``, SPEC §9).
+"""The inline form as an MCP App (extension ``io.modelcontextprotocol/ui``, docs/tools.md#the-inline-form).
 
 ``elicit`` names ``ui://humangate/form.html`` in ``_meta.ui.resourceUri``; a host that speaks MCP Apps
 reads that resource and renders it beside the call. The page is one self-contained file (no external

@@ -1,4 +1,4 @@
-"""Checking the arguments of the tools of SPEC §10: every broken rule at once, each named by its path.
+"""Checking the arguments of the tools of docs/tools.md: every broken rule at once, each named by its path.
 
 ``Arguments`` collects violations (``questions[1].header: must be at most 12 characters (got 15)``)
 and raises them together as one ``InvalidRequestError`` whose text starts ``Invalid arguments:``, as
@@ -12,8 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from channels.registry import default_channel
 from schemas._rules import json_type
 from schemas.errors import InvalidRequestError, Violation
+from schemas.settings import CHANNEL_NAMES, Settings
 from schemas.text import INVALID_TEXT, has_lone_surrogate
 
 PREFIX = "Invalid arguments: "
@@ -106,3 +108,21 @@ def object_or_none(arguments: Arguments, path: str, value: object) -> Mapping[st
         arguments.add(path, f"must be an object (got {json_type(value)})")
         return None
     return value
+
+
+UI_TYPE_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "enum": list(CHANNEL_NAMES),
+    "description": "UI platform to use (default: slack)",
+}
+"""The ``uiType`` property every asking tool declares in its input schema."""
+
+
+def channel_argument(args: dict[str, Any], settings: Settings) -> str:
+    """The ``uiType`` argument, or the default channel when it is left out."""
+    channel = args.get("uiType")
+    if channel is None:
+        return default_channel(settings)
+    if channel not in CHANNEL_NAMES:
+        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(CHANNEL_NAMES)}")
+    return str(channel)

@@ -1,4 +1,5 @@
-"""``ask_user_question``: Claude Code's AskUserQuestion format, answered as a Human Function (SPEC §10).
+"""``ask_user_question``: Claude Code's AskUserQuestion format, answered as a Human Function
+(docs/tools.md#ask_user_question).
 
 One to four questions become one flat schema, two properties per question:
 
@@ -22,16 +23,15 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.mcp.arguments import Arguments, object_or_none
-from gateway.mcp.asking import Question
-from gateway.mcp.elicit import channel_argument
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument, object_or_none
+from gateway.mcp.call import Question
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.errors import InvalidSchemaError
 from schemas.flat import SchemaLimits, check_flat_schema, options_of
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.other_fields import OTHER, OTHER_TITLE, chose_other, typed_text
 from schemas.results import compact_json
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 
 NAME = "ask_user_question"
 
@@ -83,11 +83,7 @@ TOOL = types.Tool(
                     "required": ["question", "header", "options", "multiSelect"],
                 },
             },
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["questions"],
     },

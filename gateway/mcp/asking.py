@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
 
-from gateway.callers import Caller
+from gateway.core.metrics import OPENED
+from gateway.core.store import Opened
+from gateway.core.waiting import GatewayStopping, Tick, returned, wait_for_end
+from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import start_race, stop_race
 from gateway.mcp.delivery import after_delivery
 from gateway.mcp.texts import (
@@ -26,10 +26,6 @@ from gateway.mcp.texts import (
     text_result,
     waiting_where,
 )
-from gateway.metrics import OPENED
-from gateway.runtime import Runtime
-from gateway.store import Opened
-from gateway.waiting import GatewayStopping, Tick, returned, wait_for_end
 from schemas.errors import HumangateError, StoreUnavailableError
 from schemas.models import HumanFunction, Outcome
 
@@ -38,30 +34,6 @@ logger = logging.getLogger(__name__)
 ResultOf = Callable[[Outcome, HumanFunction], types.CallToolResult]
 """How a tool turns an outcome into its result; the Human Function gives its id and what was asked
 (a tool whose result names its questions reads them back from the schema it built)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One tool call: the process's runtime, who calls, and the SDK's request context."""
-
-    runtime: Runtime
-    caller: Caller
-    ctx: ServerRequestContext[Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """What a tool asks: on which channel, the message, and the flat schema (already checked)."""
-
-    channel: str
-    message: str
-    schema: dict[str, Any]
-    timeout: float | None = None
-    """Seconds to wait if shorter than the caller's timeout (never longer)."""
-    idle_timeout: float | None = None
-    """Seconds to wait unless a person starts answering (then the full timeout)."""
-    other_fields: dict[str, str] = field(default_factory=dict)
-    """Select property -> its "Other" free-text property (``schemas.other_fields``)."""
 
 
 async def open_question(

@@ -1,4 +1,4 @@
-"""The calling client's own form, raced against the channel (SPEC §9).
+"""The calling client's own form, raced against the channel (docs/tools.md#the-clients-own-form).
 
 A client that declares form elicitation is asked too, with the request's message and schema, while
 the channel waits. The first valid answer wins wherever it comes from: an answer from the client goes
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError, NoBackChannelError
@@ -26,14 +26,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from channels.display import CLIENT_VIA
-from gateway.callers import Caller
+from gateway.core.callers import Caller
+from gateway.mcp.call import Call
 from gateway.mcp.replies import ReplyRouter
 from gateway.runtime import Runtime
 from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError
 from schemas.models import Action, Answer, HumanFunction
-
-if TYPE_CHECKING:
-    from gateway.mcp.asking import Call
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Whether a tool's result reached a live client.
 
-A call that hands out a person's answer marks it returned (``gateway.returned``), so that the next
+A call that hands out a person's answer marks it returned (``gateway.core.returned``), so that the next
 identical call asks again instead of receiving it a second time. That mark must wait until a client
 actually got the result: a disconnect is not a cancellation, so on 2025-11-25 a call whose agent's
 network dropped keeps waiting on the server and ends with a result that the SDK writes to a stream

@@ -1,4 +1,4 @@
-"""The ``elicit`` tool, exactly as SPEC §4 fixes it."""
+"""The ``elicit`` tool, exactly as docs/tools.md#elicit fixes it."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from typing import Any
 
 import mcp_types as types
 
-from channels.registry import default_channel
+from gateway.core.service import check_request
 from gateway.mcp.app import FORM_URI
-from gateway.mcp.asking import Question
-from gateway.service import check_request
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, channel_argument
+from gateway.mcp.call import Question
 from schemas.errors import InvalidRequestError
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 
 NAME = "elicit"
 
@@ -23,29 +23,15 @@ TOOL = types.Tool(
         "properties": {
             "message": {"type": "string", "description": "Message explaining what information is needed"},
             "schema": {"type": "object", "description": "JSON Schema for requested data (flat object only)"},
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["message", "schema"],
     },
     execution=types.ToolExecution(task_support="optional"),
     _meta={"ui": {"resourceUri": FORM_URI}},
 )
-"""The tool as SPEC §4 fixes it (no outputSchema: results carry structuredContent freely), plus the
-two additive fields of SPEC §9: its inline form app, and that a call may run as a task."""
-
-
-def channel_argument(args: dict[str, Any], settings: Settings) -> str:
-    """The ``uiType`` argument, or the default channel when it is left out."""
-    channel = args.get("uiType")
-    if channel is None:
-        return default_channel(settings)
-    if channel not in CHANNEL_NAMES:
-        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(CHANNEL_NAMES)}")
-    return str(channel)
+"""The tool as docs/tools.md#elicit fixes it (no outputSchema: results carry structuredContent freely),
+plus its two additive fields: its inline form app, and that a call may run as a task."""
 
 
 def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str]:

@@ -21,8 +21,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
 from schemas.errors import InvalidJsonError, StoreUnavailableError
 from schemas.json_text import read_json
 

@@ -1,5 +1,5 @@
 """``request_human_input``: one free-text question, ended soon unless a person starts answering
-(SPEC §10).
+(docs/tools.md#request_human_input).
 
 The prompt is the message and the schema one required text, ``reply`` (no length limit, so every
 channel offers a multi-line box). The request is opened with ``HUMANGATE_IDLE_TIMEOUT``: nobody
@@ -15,13 +15,12 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Question
-from gateway.mcp.elicit import channel_argument
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument
+from gateway.mcp.call import Question
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.results import structured_result
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 
 NAME = "request_human_input"
 
@@ -50,11 +49,7 @@ TOOL = types.Tool(
         "type": "object",
         "properties": {
             "prompt": {"type": "string", "description": "The question to ask the human"},
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["prompt"],
     },

@@ -1,4 +1,5 @@
-"""``request_user_input``: text, multi-line text, a choice or a confirmation (SPEC §10).
+"""``request_user_input``: text, multi-line text, a choice or a confirmation
+(docs/tools.md#request_user_input).
 
 Answered as ``elicit`` with a one-property schema, ``response`` (required):
 
@@ -21,10 +22,9 @@ from typing import Any
 import mcp_types as types
 
 from channels.display import MULTILINE_FROM
-from gateway.mcp.arguments import Arguments
-from gateway.mcp.asking import Question
-from gateway.mcp.elicit import channel_argument
-from schemas.settings import CHANNEL_NAMES, Settings
+from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument
+from gateway.mcp.call import Question
+from schemas.settings import Settings
 
 NAME = "request_user_input"
 
@@ -61,11 +61,7 @@ TOOL = types.Tool(
                 "type": "number",
                 "description": "Seconds to wait, if shorter than the caller's timeout",
             },
-            "uiType": {
-                "type": "string",
-                "enum": list(CHANNEL_NAMES),
-                "description": "UI platform to use (default: slack)",
-            },
+            "uiType": UI_TYPE_PROPERTY,
         },
         "required": ["message", "type"],
     },

@@ -1,6 +1,6 @@
 """The SDK's low-level ``Server`` and its streamable-HTTP session manager (SSE responses, stateful
 sessions for 2025-11-25, handshake-free 2026-07-28 on the same endpoint), serving ``TOOLS``, the
-inline form app's resource, and tasks (SPEC §9)."""
+inline form app's resource, and tasks (docs/tools.md#answering-in-the-agents-client)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
+from gateway.core.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.hosts import allowed_hosts, allowed_origins
 from gateway.limits import MAX_BODY_BYTES
 from gateway.mcp import app
-from gateway.mcp.asking import Call, Question, ResultOf, ask
+from gateway.mcp.asking import ResultOf, ask
 from gateway.mcp.bodies import arguments_of
+from gateway.mcp.call import Call, Question
 from gateway.mcp.sessions import LOCAL_IDLE_TIMEOUT, SharedSessionManager
 from gateway.mcp.task_methods import LegacyTaskCalls, TaskMethods, TaskUpdateParams
 from gateway.mcp.tasks import TASKS_EXTENSION, start_task, task_era

@@ -17,9 +17,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway import store_scripts as scripts
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core import store_scripts as scripts
+from gateway.core.redis_client import store_operation, text
 
 SESSION_TTL = 1800
 """Seconds a session's record outlives its last request (the SDK's own idle timeout)."""
@@ -59,7 +59,13 @@ class SessionRegistry:
         now = int(time.time() * 1000)
         reserved = await self._admit(
             keys=[keys.mcp_sessions_of(owner)],
-            args=[now, cap, reservation, now + OPENING_LEASE * 1000],
+            args=[
+                scripts.json_argument(
+                    scripts.AdmitArgs(
+                        now_ms=now, allowed=cap, member=reservation, expiry_ms=now + OPENING_LEASE * 1000
+                    )
+                )
+            ],
         )
         return reservation if int(reserved) == 1 else None
 

@@ -34,7 +34,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
+from gateway.core.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.mcp.replies import ReplyRouter, is_reply
 from gateway.mcp.session_registry import SessionRecord, SessionRegistry
 from schemas.errors import InvalidJsonError, StoreUnavailableError

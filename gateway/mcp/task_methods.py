@@ -1,7 +1,7 @@
 """The ``tasks/*`` requests of both eras, for the caller that created the task and nobody else.
 
 A task id someone else created reads as unknown, exactly like one that never existed, so a task id
-says nothing to another caller (``gateway.callers.owns``).
+says nothing to another caller (``gateway.core.callers.owns``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 
-from gateway.callers import owns
-from gateway.mcp.asking import Call, Question, ResultOf
+from gateway.core.callers import owns
+from gateway.core.waiting import GatewayStopping, returned, wait_for_end
+from gateway.mcp.asking import ResultOf
+from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import answer_from_client, rejection_note
 from gateway.mcp.delivery import after_delivery
 from gateway.mcp.task_store import TaskRecord, TaskStore
 from gateway.mcp.tasks import FORM_REQUEST, RELATED_TASK_META, Era, TaskView, start_task, task_era, view
-from gateway.waiting import GatewayStopping, returned, wait_for_end
 from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError, UnknownRequestError
 from schemas.models import Action, HumanFunction
 

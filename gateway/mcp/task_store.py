@@ -1,4 +1,4 @@
-"""MCP tasks in Redis (SPEC §9).
+"""MCP tasks in Redis (docs/tools.md#tasks).
 
 A task is a handle on one Human Function, bound to the caller that created it. Only what the
 function does not already hold is stored: the owner, the tool, when the task was created, and what
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.redis_client import store_operation, text
+from gateway.core import redis_keys as keys
+from gateway.core.redis_client import store_operation, text
 from schemas.errors import UnknownRequestError
 from schemas.models import HumanFunction
 

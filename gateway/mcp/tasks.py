@@ -1,4 +1,4 @@
-"""MCP tasks (SPEC §9): a call that returns a handle at once, polled until the person answers.
+"""MCP tasks (docs/tools.md#tasks): a call that returns a handle at once, polled until the person answers.
 
 Both protocol eras: a 2025-11-25 client asks for a task with ``params.task`` and gets
 ``{"task": ...}`` (then ``tasks/get``, ``tasks/result``, ``tasks/cancel``); a 2026-07-28 client that
@@ -19,12 +19,13 @@ import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from channels.display import AGENT_VIA, iso_time
-from gateway.mcp.asking import Call, Question, ResultOf, open_question
+from gateway.core.waiting import Tick
+from gateway.mcp.asking import ResultOf, open_question
+from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import races
 from gateway.mcp.task_store import TaskRecord, TaskStore, new_task_id
 from gateway.mcp.texts import progress_message, waiting_where
 from gateway.runtime import Runtime
-from gateway.waiting import Tick
 from schemas.models import HumanFunction
 from schemas.results import result_text
 

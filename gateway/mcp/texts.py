@@ -6,8 +6,8 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.links import form_url
-from gateway.waiting import Tick
+from gateway.core.links import form_url
+from gateway.core.waiting import Tick
 from schemas.models import HumanFunction, Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import Settings
@@ -58,7 +58,7 @@ def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = N
 
 
 def outcome_result(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
-    """``elicit``'s result for an outcome (SPEC §4)."""
+    """``elicit``'s result for an outcome (docs/tools.md#results)."""
     return text_result(
         result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf.id)
     )

@@ -9,7 +9,8 @@ from typing import Any
 import mcp_types as types
 
 from gateway.mcp import answering, ask_user_question, elicit, request_human_input, request_user_input
-from gateway.mcp.asking import Call, Question, ResultOf
+from gateway.mcp.asking import ResultOf
+from gateway.mcp.call import Call, Question
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.errors import HumangateError
 from schemas.settings import Settings
@@ -45,7 +46,8 @@ class ToolEntry:
 
     @property
     def task_support(self) -> bool:
-        """Whether a call may run as a task (SPEC §9): the tool declares ``execution.taskSupport``."""
+        """Whether a call may run as a task (docs/tools.md#tasks): the tool declares
+        ``execution.taskSupport``."""
         execution = self.definition.execution
         return execution is not None and execution.task_support in ("optional", "required")
 

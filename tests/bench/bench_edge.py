@@ -41,8 +41,8 @@ from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway import redis_keys as keys
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core import redis_keys as keys
+from gateway.core.embedded import EmbeddedRedis, free_port
 from gateway.limits import MAX_BODY_BYTES, WEBHOOK_BODY_BYTES
 from tests.bench.harness import (
     ROOT,

@@ -55,8 +55,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core import redis_keys as keys
+from gateway.core.embedded import EmbeddedRedis, free_port
 from gateway.mcp.texts import RESTARTING_TEXT, STORE_UNREACHABLE_NOTE
 from tests.bench.harness import (
     ANSWER,

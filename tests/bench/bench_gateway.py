@@ -43,7 +43,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis, free_port
 from tests.bench.harness import (
     ROOT,
     BenchError,

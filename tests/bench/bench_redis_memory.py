@@ -41,7 +41,7 @@ from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis, free_port
 from tests.bench.harness import exit_cleanly_on_sigterm, gateway_env, spawn_gateway, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]

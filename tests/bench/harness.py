@@ -30,7 +30,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
-from gateway.embedded import free_port
+from gateway.core.embedded import free_port
 
 Era = Literal["legacy", "2026-07-28"]
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")

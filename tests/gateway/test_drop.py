@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from tests.conftest import GatewayProcess, StartGateway
 from tests.faults import TcpProxy, proxy_to
 from tests.gateway.flows import WAIT, post_form, start_call

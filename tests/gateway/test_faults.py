@@ -15,7 +15,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from gateway.mcp.texts import RESTARTING_TEXT, STORE_UNAVAILABLE_TEXT, STORE_UNREACHABLE_NOTE
 from tests.conftest import ROOMY, GatewayProcess, StartGateway
 from tests.faults import proxy_to, restartable_redis

@@ -1,4 +1,4 @@
-"""Callers isolated and limited (SPEC §3), tried as an attacker would against a real gateway.
+"""Callers isolated and limited (docs/callers.md), tried as an attacker would against a real gateway.
 
 Anonymous callers are told apart by their client address; the tests reach the gateway through
 loopback, which ``HUMANGATE_TRUSTED_PROXIES`` trusts by default, so ``X-Forwarded-For`` plays the
@@ -13,7 +13,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import start_call
 from tests.mcp_client import call_elicit, text_of

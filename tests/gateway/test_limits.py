@@ -91,7 +91,7 @@ async def test_a_person_who_posts_too_much_gets_a_readable_page(start_gateway: S
 
 
 def big_request() -> dict[str, Any]:
-    """A schema of exactly 64 KiB as compact JSON and a message of exactly 8 KiB (SPEC limits)."""
+    """A schema of exactly 64 KiB as compact JSON and a message of exactly 8 KiB (docs/schemas.md#limits)."""
     schema: dict[str, Any] = {"type": "object", "description": "", "properties": APPROVAL["properties"]}
     size = len(json.dumps(schema, separators=(",", ":")).encode())
     schema["description"] = "d" * (64 * 1024 - size)

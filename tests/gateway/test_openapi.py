@@ -65,8 +65,9 @@ def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
         "examples,coverage,fuzzing,stateful",
         "--checks",
         "all",
-        # DELETE withdraws a request; it stays readable with its canceled result (SPEC §6), which
-        # this check would call a deleted resource that is still there.
+        # DELETE withdraws a request; it stays readable with its canceled result, which
+        # this check would call a deleted resource that is still there
+        # (docs/human-functions.md#withdrawing).
         "--exclude-checks",
         "use_after_free",
         "--max-examples",

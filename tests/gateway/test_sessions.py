@@ -16,7 +16,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from gateway.mcp.session_registry import SESSION_TTL
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import post_form

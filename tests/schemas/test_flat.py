@@ -1,4 +1,4 @@
-"""The flat-schema checker: every SPEC §5 rule refused with its path, valid schemas accepted."""
+"""The flat-schema checker: every docs/schemas.md rule refused with its path, valid schemas accepted."""
 
 from __future__ import annotations
 

@@ -17,17 +17,17 @@ from rq.exceptions import AbandonedJobError
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from gateway import redis_keys as keys
-from gateway.callers import ANONYMOUS_CALLER
-from gateway.queue import JobRecorder, delivery_job_id, queue_name, update_job_id
-from gateway.rq_worker import ThreadWorker
-from gateway.service import HumanFunctionService
-from gateway.store import HumanFunctionStore, Opened
+from gateway.core import redis_keys as keys
+from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.queue import JobRecorder, delivery_job_id, queue_name, update_job_id
+from gateway.core.service import HumanFunctionService
+from gateway.core.store import HumanFunctionStore, Opened
 from schemas.models import Action, Answer, Status
 from schemas.settings import Settings, override_settings
 from tests.fakes.slack import SIGNING_SECRET, FakeSlack
 from workers.jobs import delivery_failed
 from workers.loop import close_job_loop, job_loop
+from workers.rq_worker import ThreadWorker
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ACCEPT = Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")

@@ -9,7 +9,7 @@ import time
 import pytest
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from tests.conftest import StartGateway, StartWorker, run_cli
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_callbacks import click, send

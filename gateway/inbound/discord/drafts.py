@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from redis.asyncio import Redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from schemas.models import HumanFunction
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 modal submits), so no gateway websocket is needed and any gateway process can answer.
 
 Every request is verified first (Ed25519 over timestamp + body, fresh within
-``SIGNATURE_MAX_AGE``; else 401) and applied once (``gateway.replay``). A click that answers goes
+``SIGNATURE_MAX_AGE``; else 401) and applied once (``gateway.core.replay``). A click that answers goes
 through ``HumanFunctionService.answer`` like every channel's answer and gets the ended message back
 (``UPDATE_MESSAGE``); one that asks for input gets a modal; errors, refusals and late clicks get an
 ephemeral note only the clicker sees. Nothing is recorded for a user outside
@@ -33,10 +33,10 @@ from channels.discord.modal import form_modal, form_steps, reason_modal, step_of
 from channels.discord.text import escape
 from channels.display import field_label, outcome_summary
 from channels.registry import CHANNELS
+from gateway.core.links import form_url
+from gateway.core.replay import first_delivery
 from gateway.inbound.discord.deferral import UPDATE_MESSAGE, Reply, send_late, within_budget
 from gateway.inbound.discord.drafts import Drafts
-from gateway.links import form_url
-from gateway.replay import first_delivery
 from gateway.runtime import Runtime
 from schemas.errors import (
     ClosedError,

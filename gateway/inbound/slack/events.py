@@ -7,7 +7,7 @@ Before bolt sees a request, this route:
    one is a 401 with a short plain body, never a 500 (bolt's own check is then off: once is enough);
 3. refuses a body that is neither a form-encoded ``payload`` nor a JSON event (400);
 4. acknowledges, without applying, Slack's retries (``X-Slack-Retry-Num``) and replays of a
-   signature already seen (``gateway.replay``).
+   signature already seen (``gateway.core.replay``).
 
 Bolt then acks within Slack's 3 s and runs the listeners of ``gateway.inbound.slack.interactions``.
 """
@@ -31,8 +31,8 @@ from channels.registry import CHANNELS
 from channels.slack.actions import hf_id_of
 from channels.slack.blocks import ACTION_PREFIX
 from channels.slack.channel import API_TIMEOUT, SIGNATURE_WINDOW_SECONDS, api_base
+from gateway.core.replay import first_delivery
 from gateway.inbound.slack.interactions import handle_click, handle_submission
-from gateway.replay import first_delivery
 from gateway.runtime import Runtime
 from schemas.errors import InvalidJsonError, SignatureError
 from schemas.json_text import NOT_UTF8, read_json

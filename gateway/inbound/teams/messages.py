@@ -2,7 +2,7 @@
 
 Every activity is authenticated first (``TeamsChannel.authenticate``: the Bot Framework JWT, with the
 OpenID keys fetched when missing, stale or naming an unknown ``kid``); any failure is a 401, never a
-500. A click is applied once (``gateway.replay``, keyed by the activity's id for as long as its token
+500. A click is applied once (``gateway.core.replay``, keyed by the activity's id for as long as its token
 is accepted); a replay gets the card as it is now.
 
 An ``Action.Execute`` click (an ``adaptiveCard/action`` invoke) is answered in the HTTP response
@@ -50,10 +50,10 @@ from channels.teams.card import (
 from channels.teams.channel import TeamsChannel
 from channels.teams.connector import TeamsClient
 from channels.teams.inputs import typed_values
-from gateway.links import form_url
-from gateway.replay import first_delivery
+from gateway.core.links import form_url
+from gateway.core.replay import first_delivery
+from gateway.core.validation import validate_answer_off_loop
 from gateway.runtime import Runtime
-from gateway.validation import validate_answer_off_loop
 from schemas.errors import ClosedError, DeliveryError, InvalidAnswerError, SignatureError, UnknownRequestError
 from schemas.models import Answer, HumanFunction
 
@@ -244,7 +244,7 @@ async def _submit(runtime: Runtime, action: CardAction, activity: Mapping[str, A
 async def _answer_of(hf: HumanFunction, action: CardAction, by: str) -> Answer:
     """``answer_of``, whose refusal names every failing field at once: the inputs that could not be
     read, and what the answer check says of the others. That check matches the agent's patterns, so
-    it runs off the event loop, within its budget (``gateway.validation``), as for every channel."""
+    it runs off the event loop, within its budget (``gateway.core.validation``), as for every channel."""
     try:
         return answer_of(hf, action, by)
     except UnreadableFieldsError as exc:

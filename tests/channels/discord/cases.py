@@ -1,4 +1,4 @@
-"""Human Functions and schemas the pure Discord tests share: one property of every kind of SPEC §5."""
+"""Human Functions and schemas the pure Discord tests share: one property of every kind of docs/schemas.md."""
 
 from __future__ import annotations
 

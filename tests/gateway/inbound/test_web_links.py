@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import redis
 
-from gateway import redis_keys as keys
+from gateway.core import redis_keys as keys
 from tests.conftest import StartGateway
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}}

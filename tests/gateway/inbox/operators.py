@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import httpx
 from redis.asyncio import Redis
 
-from gateway.callers import KeyRing
+from gateway.core.callers import KeyRing
 from schemas.settings import Settings
 from tests.gateway.flows import WAIT
 

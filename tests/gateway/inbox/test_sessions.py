@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from redis.asyncio import Redis
 
-from gateway.callers import KeyRing
+from gateway.core.callers import KeyRing
 from gateway.inbox.feed import ended_text
 from gateway.inbox.sessions import MAX_STREAMS_PER_OPERATOR, STREAM_LEASE_SECONDS, OperatorSessions
 from schemas.models import Action, Outcome, Status

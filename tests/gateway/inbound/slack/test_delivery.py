@@ -12,10 +12,10 @@ import yaml
 from pydantic import SecretStr
 from redis.asyncio import Redis
 
-from gateway.callers import ANONYMOUS_CALLER
-from gateway.queue import JobRecorder
-from gateway.service import HumanFunctionService
-from gateway.store import HumanFunctionStore
+from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.queue import JobRecorder
+from gateway.core.service import HumanFunctionService
+from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError
 from schemas.settings import Settings, override_settings
 from tests.conftest import StartGateway, run_cli

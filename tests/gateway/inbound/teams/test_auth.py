@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway.embedded import free_port
+from gateway.core.embedded import free_port
 from tests.conftest import StartGateway
 from tests.fakes.teams import ADA, APP_ID, KID, OTHER_KEY, FakeTeams
 from tests.fakes.teams_activities import base, invoke, send

@@ -1,0 +1,253 @@
+"""The use cases of Human Functions: open one, answer it, expire it, withdraw it.
+
+Every channel's answer passes through ``answer`` and so through the one answer validator; every
+ending enqueues the update that shows the outcome on the channel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from channels.display import AGENT_VIA
+from channels.registry import CHANNELS, get_channel
+from gateway.core.callers import Caller, owns
+from gateway.core.metrics import ENDED, LIMITED
+from gateway.core.queue import JobRecorder
+from gateway.core.returned import ReturnedMarks
+from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
+from gateway.core.validation import validate_answer_off_loop
+from schemas.errors import (
+    ExpiredError,
+    InvalidRequestError,
+    RateLimitedError,
+    StoreUnavailableError,
+    UnknownRequestError,
+)
+from schemas.flat import SchemaLimits, check_flat_schema
+from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
+from schemas.other_fields import check_other_fields, check_pairs
+from schemas.results import WITHDRAWN_REASON, expired_outcome, timeout_reason
+from schemas.settings import Settings
+from schemas.text import utf8_size
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+def new_id() -> str:
+    """A Human Function id: 16 hex characters, not secret (the form token carries the secret)."""
+    return secrets.token_hex(8)
+
+
+def new_form_secret() -> str:
+    """The secret half of a form token: 192 random bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def fingerprint(
+    owner: str,
+    channel: str,
+    message: str,
+    schema: dict[str, Any],
+    other_fields: Mapping[str, str] | None = None,
+) -> str:
+    """What makes two calls "identical" for re-attaching (docs/human-functions.md): the same caller identity,
+    channel, message and schema (and the Other pairs of a tool that has them)."""
+    parts: list[Any] = [owner, channel, message, schema]
+    if other_fields:  # only then, so the fingerprints of every other request stay as they were
+        parts.append(dict(other_fields))
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def check_request(message: object, schema: object, settings: Settings) -> tuple[str, dict[str, Any]]:
+    """Validate the caller's message and schema; errors name the argument and the rule."""
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidRequestError("message: must be a non-empty string")
+    if utf8_size("message", message) > settings.max_message_bytes:
+        raise InvalidRequestError(f"message: must be at most {settings.max_message_bytes} bytes")
+    limits = SchemaLimits(settings.max_properties, settings.max_options, settings.max_schema_bytes)
+    check_flat_schema(schema, limits)
+    assert isinstance(schema, dict)  # check_flat_schema refuses anything else
+    return message, schema
+
+
+class HumanFunctionService:
+    """Opens, answers and ends Human Functions; shared by MCP, REST, the web form and webhooks."""
+
+    def __init__(
+        self, store: HumanFunctionStore, jobs: JobRecorder, settings: Settings, clock: Clock = time.time
+    ) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.settings = settings
+        self.clock = clock
+        self.returned = ReturnedMarks(store)
+        """Results calls returned, written down in the background (``gateway.core.returned``)."""
+
+    async def open(
+        self,
+        caller: Caller,
+        channel: str,
+        message: str,
+        schema: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        idle_timeout: float | None = None,
+        other_fields: Mapping[str, str] | None = None,
+    ) -> tuple[HumanFunction, Opened]:
+        """Create and queue a Human Function in one step, or re-attach to an identical pending one,
+        or hand out the kept result of an identical answered one (docs/human-functions.md#re-attaching).
+
+        ``timeout`` may shorten the caller's timeout, never lengthen it. With ``idle_timeout``, the
+        request ends that soon unless a person starts answering (``started``), which gives it the
+        full timeout. ``other_fields`` pairs selects with their "Other" text
+        (``schemas.other_fields``). The arguments must have passed ``check_request``.
+        """
+        platform = get_channel(channel, self.settings)
+        if other_fields:
+            check_pairs(schema, other_fields)
+        now = self.clock()
+        full = (
+            caller.timeout(self.settings) if timeout is None else min(timeout, caller.timeout(self.settings))
+        )
+        idle = idle_timeout if idle_timeout is not None and idle_timeout < full else None
+        hf = HumanFunction(
+            id=new_id(),
+            requester=caller.name,
+            owner=caller.identity,
+            channel=channel,
+            message=message,
+            request_schema=schema,
+            created_at=now,
+            deadline=now + (full if idle is None else idle),
+            full_deadline=None if idle is None else now + full,
+            form_secret=new_form_secret(),
+            other_fields=dict(other_fields or {}),
+        )
+        delivery = self.jobs.delivery(hf, now) if platform.posts else []
+        try:
+            hf, opened = await self.store.create(
+                hf,
+                fingerprint(caller.identity, channel, message, schema, other_fields),
+                timeout_reason(hf.timeout_seconds),
+                delivery,
+                full_expire_reason=timeout_reason(full),
+                limits=Limits(
+                    caller.rate_limit(self.settings),
+                    caller.max_pending(self.settings),
+                    caller.max_kept_bytes(self.settings),
+                ),
+                keep_ended=caller.keep_ended(self.settings),
+            )
+        except RateLimitedError as exc:
+            LIMITED.labels(limit=exc.which).inc()
+            logger.info("refused a new request channel=%s requester=%s: %s", channel, caller.name, exc.limit)
+            raise
+        logger.info("%s hf=%s channel=%s requester=%s", opened.value, hf.id, channel, caller.name)
+        return hf, opened
+
+    async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
+        """Record a person's answer to ``hf`` if it is the first and valid; otherwise raise and change
+        nothing. ``hf`` is the function as the caller loaded it: its schema never changes, and whether
+        it is still pending is decided atomically by the store, so it need not be read again."""
+        content = None
+        if answer.action is Action.ACCEPT:
+            content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
+            check_other_fields(hf.other_fields, content)
+        outcome = Outcome(
+            status=STATUS_OF_ACTION[answer.action],
+            action=answer.action,
+            content=content,
+            reason=answer.reason,
+            by=answer.by,
+            via=answer.via,
+            at=self.clock(),
+        )
+        hf = await self._end(hf, outcome, retain=True)
+        if hf.status is Status.EXPIRED:
+            raise ExpiredError("this request expired before the answer arrived")
+        logger.info(
+            "answered hf=%s channel=%s via=%s action=%s", hf.id, hf.channel, answer.via, answer.action
+        )
+        return hf
+
+    async def started(self, hf: HumanFunction) -> HumanFunction:
+        """A person started answering ``hf`` (opened its form or a modal): a request opened with an
+        idle timeout gets its full timeout. Returns ``hf`` as it now is; never fails the person's
+        request (the short deadline stays if Redis cannot be reached)."""
+        if hf.full_deadline is None or not hf.is_pending:
+            return hf
+        try:
+            if await self.store.start(hf.id):
+                logger.info("a person started answering hf=%s channel=%s", hf.id, hf.channel)
+        except StoreUnavailableError as exc:
+            logger.warning("could not extend the deadline hf=%s channel=%s: %s", hf.id, hf.channel, exc)
+            return hf
+        return hf.model_copy(update={"deadline": hf.full_deadline, "full_deadline": None})
+
+    async def withdraw(self, hf_id: str, caller: Caller) -> HumanFunction:
+        """The agent cancels its own request (reason ``Request canceled by the agent``)."""
+        hf = await self.store.get(hf_id)
+        if not owns(caller, hf):
+            raise UnknownRequestError(f"no request with id {hf_id!r} for this caller")
+        outcome = Outcome(
+            status=Status.CANCELED,
+            action=Action.CANCEL,
+            reason=WITHDRAWN_REASON,
+            by=caller.name,
+            via=AGENT_VIA,
+            at=self.clock(),
+        )
+        return await self._end(hf, outcome, retain=False)
+
+    async def expire(self, hf: HumanFunction) -> HumanFunction:
+        """End a Human Function whose deadline passed (raises if it had ended already)."""
+        return await self._end(hf, self.expired_outcome(hf), retain=False)
+
+    async def reap(self) -> int:
+        """Expire every overdue pending Human Function, however many, and queue the updates of
+        their messages; returns how many index entries were due."""
+        due = 0
+        while True:
+            reaped = await self.store.reap(self.clock())
+            due += reaped.due
+            if reaped.expired:
+                ENDED.labels(status=Status.EXPIRED.value).inc(reaped.expired)
+            if reaped.to_update:
+                await self.queue_updates(reaped.to_update)
+            if reaped.due < REAP_BATCH:
+                return due
+
+    async def queue_updates(self, ended: list[tuple[str, str]]) -> None:
+        """Queue the update jobs of ended functions (id, channel), in one round trip."""
+        async with self.store.redis.pipeline(transaction=False) as pipe:
+            for hf_id, channel in ended:
+                for command in self.jobs.update(hf_id, channel):
+                    pipe.execute_command(*command)
+            await pipe.execute()
+
+    def expired_outcome(self, hf: HumanFunction) -> Outcome:
+        """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."."""
+        return expired_outcome(timeout_reason(hf.timeout_seconds), self.clock())
+
+    async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
+        update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
+        ended = await self.store.finish(
+            hf.id, outcome, update, retain=retain and self.settings.result_retention > 0
+        )
+        ENDED.labels(status=ended.status.value).inc()
+        return ended
+
+
+def get_channel_posts(channel: str) -> bool:
+    """Whether ``channel`` posts messages that show a request (and so need updating when it ends)."""
+    platform = CHANNELS.get(channel)
+    return platform is not None and platform.posts

@@ -1,0 +1,34 @@
+"""``humangate worker``: RQ workers on the channels' queues, as separate processes."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from channels.registry import configured_channels
+from gateway.core.local import running_embedded_url
+from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
+from workers.rq_worker import run_worker
+
+logger = logging.getLogger(__name__)
+
+
+def run_workers(channels_arg: str | None, *, burst: bool) -> int:
+    settings = get_settings()
+    url = settings.redis_url or running_embedded_url(settings.data_dir)
+    if url is None:
+        sys.stderr.write("humangate worker: set HUMANGATE_REDIS_URL (or start `humangate serve` first)\n")
+        return 2
+    if url != settings.redis_url:
+        settings = settings.model_copy(update={"redis_url": url})
+        override_settings(settings)
+    if channels_arg:
+        channels = [c.strip() for c in channels_arg.split(",") if c.strip()]
+        unknown = [c for c in channels if c not in CHANNEL_NAMES]
+        if unknown:
+            sys.stderr.write(f"humangate worker: unknown channel(s) {', '.join(unknown)}\n")
+            return 2
+    else:
+        channels = configured_channels(settings)
+    run_worker(url, channels, burst=burst)
+    return 0

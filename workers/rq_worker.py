@@ -1,0 +1,143 @@
+"""RQ workers on the channels' queues: ``humangate worker`` (its own process) and the worker thread
+``humangate serve`` runs beside an embedded Redis.
+
+Both are RQ ``SimpleWorker``s: jobs run in the worker's process, on its long-lived job loop
+(``workers.loop``), never in a fork. Both stop after the job in flight (a SIGTERM to
+``humangate worker``, or the gateway shutting down), and both run the maintenance thread of
+``workers.recovery`` instead of RQ's scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from redis import Redis as SyncRedis
+from rq import Queue, SimpleWorker
+from rq.serializers import JSONSerializer
+from rq.timeouts import TimerDeathPenalty
+from rq.worker import WorkerStatus
+
+from gateway.core.queue import queue_name
+from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
+from workers.loop import close_job_loop
+from workers.recovery import Maintenance
+
+logger = logging.getLogger(__name__)
+
+WORKER_TTL = 20
+"""RQ's worker TTL. RQ blocks on its queues for this minus 15 s and sets its socket timeout to that
+plus 10 s, so a silently dead connection is noticed within 15 s (RQ's default: 415 s)."""
+
+MAINTENANCE_INTERVAL = 60
+"""Seconds between RQ's own registry clean-ups (recovery does not depend on them)."""
+
+IDLE_STOP_WAIT = 0.2
+"""Seconds a stopping gateway gives an idle worker thread (a daemon: it ends with the process)."""
+
+START_RETRY_DELAY = 1.0
+"""Seconds between attempts to reach Redis when a worker starts during an outage."""
+
+STOP_TIMEOUT = 130.0
+"""Seconds a stopping gateway waits for its worker thread's job in flight (a job's timeout + 10)."""
+
+
+class HumangateWorker(SimpleWorker):
+    """An RQ worker that runs jobs in its own process (they share the process's job loop)."""
+
+
+class ThreadWorker(HumangateWorker):
+    """A worker that can live outside the main thread: timer-based job timeouts, no signals."""
+
+    death_penalty_class = TimerDeathPenalty
+
+    def _install_signal_handlers(self) -> None:
+        """Signals belong to the server; stopping is done with ``request_stop_soon``."""
+
+    def request_stop_soon(self) -> None:
+        self._stop_requested = True
+
+
+def queues_of(connection: SyncRedis, channels: list[str]) -> list[Queue]:
+    return [Queue(queue_name(c), connection=connection, serializer=JSONSerializer) for c in channels]
+
+
+def _worker(cls: type[HumangateWorker], redis_url: str, channels: list[str]) -> HumangateWorker:
+    """A worker, once Redis answers (RQ talks to Redis as it builds one): a worker started during a
+    Redis outage waits for it instead of dying."""
+    connection = sync_redis(redis_url)
+    waiting = False
+    while True:
+        try:
+            return cls(
+                queues_of(connection, channels),
+                connection=connection,
+                serializer=JSONSerializer,
+                worker_ttl=WORKER_TTL,
+                maintenance_interval=MAINTENANCE_INTERVAL,
+            )
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            if not waiting:
+                logger.warning("Redis at %s is unavailable (%s); waiting for it", safe_url(redis_url), exc)
+            waiting = True
+            time.sleep(START_RETRY_DELAY)
+
+
+def _maintenance(redis_url: str, worker: HumangateWorker, channels: list[str]) -> Maintenance:
+    # A connection of its own: RQ raises its worker connection's socket timeout for blocking reads.
+    connection = sync_redis(redis_url)
+    return Maintenance(connection, worker.name, queues_of(connection, channels))
+
+
+def run_worker(redis_url: str, channels: list[str], *, burst: bool) -> None:
+    """Run a worker in this process's main thread until SIGTERM/SIGINT (after the job in flight)
+    or, with ``burst``, until its queues are empty."""
+    worker = _worker(HumangateWorker, redis_url, channels)
+    maintenance = _maintenance(redis_url, worker, channels)
+    maintenance.start()
+    logger.info("worker %s on queues %s", worker.name, ", ".join(worker.queue_names()))
+    try:
+        if burst:
+            maintenance.pass_once()
+        worker.work(burst=burst, with_scheduler=False, logging_level="INFO")
+    finally:
+        maintenance.stop()
+        close_job_loop()
+
+
+class WorkerThread:
+    """The worker thread of ``humangate serve`` and its maintenance; ``stop`` waits for the job in
+    flight."""
+
+    def __init__(self, worker: ThreadWorker, maintenance: Maintenance) -> None:
+        self.worker = worker
+        self.maintenance = maintenance
+        self._thread = threading.Thread(target=self._run, name="humangate-worker", daemon=True)
+
+    def start(self) -> None:
+        self.maintenance.start()
+        self._thread.start()
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        self.worker.request_stop_soon()
+        # An idle worker only waits for its next poll of the queues: no need to hold the stop up.
+        busy = self.worker.get_state() == WorkerStatus.BUSY
+        self._thread.join(timeout if busy else IDLE_STOP_WAIT)
+        self.maintenance.stop()
+        close_job_loop()
+
+    def _run(self) -> None:
+        self.worker.work(burst=False, with_scheduler=False, logging_level="WARNING")
+
+
+def start_worker_thread(redis_url: str, channels: list[str]) -> WorkerThread:
+    """Start a worker on the queues of ``channels`` in a daemon thread of this process."""
+    worker = _worker(ThreadWorker, redis_url, channels)
+    assert isinstance(worker, ThreadWorker)
+    running = WorkerThread(worker, _maintenance(redis_url, worker, channels))
+    running.start()
+    logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
+    return running
