@@ -59,7 +59,7 @@ def redis_url(redis_server: str) -> Iterator[str]:
 @pytest.fixture
 def settings(redis_url: str, tmp_path: Path) -> Iterator[Settings]:
     """Settings pointing at the test Redis, installed as the process's settings for the test."""
-    value = Settings(redis_url=redis_url, data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    value = Settings(redis_url=redis_url, data_dir=tmp_path / "data", _env_file=None)
     override_settings(value)
     yield value
     override_settings(None)
