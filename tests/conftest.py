@@ -261,3 +261,12 @@ def teams() -> Iterator[FakeTeams]:
     fake = FakeTeams()
     with fake.server.running():
         yield fake
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the browser is a browser test, marked or not: ``scripts/test --quick`` leaves
+    out the ``browser`` and ``slow`` tests."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
