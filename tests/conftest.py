@@ -59,7 +59,7 @@ def redis_url(redis_server: str) -> Iterator[str]:
 @pytest.fixture
 def settings(redis_url: str, tmp_path: Path) -> Iterator[Settings]:
     """Settings pointing at the test Redis, installed as the process's settings for the test."""
-    value = Settings(redis_url=redis_url, data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    value = Settings(redis_url=redis_url, data_dir=tmp_path / "data", _env_file=None)
     override_settings(value)
     yield value
     override_settings(None)
@@ -261,3 +261,12 @@ def teams() -> Iterator[FakeTeams]:
     fake = FakeTeams()
     with fake.server.running():
         yield fake
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the browser is a browser test, marked or not: ``scripts/test --quick`` leaves
+    out the ``browser`` and ``slow`` tests."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

@@ -20,7 +20,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gateway.core.embedded import EmbeddedRedis, free_port
@@ -72,12 +72,12 @@ class TcpProxy:
     def heal(self) -> None:
         self.mode = Mode.PASS
 
-    def _call(self, function: object) -> None:
+    def _call(self, function: Callable[[], object]) -> None:
         done = threading.Event()
 
         def run() -> None:
             try:
-                function()  # type: ignore[operator]
+                function()
             finally:
                 done.set()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -10,6 +9,7 @@ import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 
 Era = Literal["legacy", "2026-07-28"]
 """``legacy`` speaks 2025-11-25 (initialize handshake, sessions); the other needs no handshake."""
@@ -33,7 +33,7 @@ async def call_elicit(
     *,
     api_key: str | None = None,
     era: Era = "legacy",
-    on_progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
+    on_progress: ProgressFnT | None = None,
     tool: str = "elicit",
 ) -> types.CallToolResult:
     """Call ``elicit`` (or another ``tool``) on a gateway at ``base_url`` and wait for its result."""

@@ -16,10 +16,11 @@ from typing import Any, Literal
 import mcp_types as types
 from mcp.client.context import ClientRequestContext
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.session import ElicitationFnT
 from pydantic import ConfigDict, TypeAdapter
 
 TASKS = "io.modelcontextprotocol/tasks"
-ANY = TypeAdapter(dict[str, Any])
+ANY: Any = TypeAdapter(dict[str, Any])  # the SDK types results as models only; these are plain JSON
 
 Answer = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult]]
 
@@ -93,7 +94,7 @@ class TasksClient(ClientExtension):
         await ctx.session.send_request(request("tasks/update", task_id, inputResponses={key: response}), ANY)
 
 
-def form_callback(answer: Answer) -> Callable[..., Awaitable[types.ElicitResult]]:
+def form_callback(answer: Answer) -> ElicitationFnT:
     """An SDK elicitation callback that answers with ``answer`` (a 2025-11-25 client's form)."""
 
     async def callback(

@@ -25,7 +25,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 import httpx2
 import mcp_types as types
-import psutil  # type: ignore[import-untyped]
+import psutil
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis

@@ -36,6 +36,7 @@ def fill(card: Mapping[str, Any], answers: Mapping[str, Any]) -> dict[str, str]:
     text, number, date and time inputs, ``True``/``False`` for toggles, option titles for choice
     sets. Inputs not named keep what they show; empty ones are not sent, as Teams does."""
     values: dict[str, str] = {}
+    label: Any  # any JSON value, looked up only when it is one of the answers' labels
     for element in inputs(card):
         label, kind = element.get("label"), element["type"]
         if label in answers:

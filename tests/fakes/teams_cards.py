@@ -95,7 +95,7 @@ def card_problems(card: Mapping[str, Any]) -> list[str]:
 
 
 def _element(element: Mapping[str, Any], problems: list[str], ids: list[str]) -> None:
-    kind = element.get("type")
+    kind: Any = element.get("type")  # any JSON value; a known one from here on
     allowed = ELEMENTS.get(str(kind))
     if allowed is None:
         problems.append(f"unknown element type {kind!r}")

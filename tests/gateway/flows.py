@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +84,7 @@ def start_call(
     return pending
 
 
-async def post_form(url: str, fields: dict[str, str | list[str]]) -> httpx.Response:
+async def post_form(url: str, fields: Mapping[str, str | list[str]]) -> httpx.Response:
     """Post the web form as a browser without JavaScript would (same-origin, form-encoded)."""
     async with httpx.AsyncClient(timeout=WAIT) as client:
         return await client.post(url, data=fields, follow_redirects=False)

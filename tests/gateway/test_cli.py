@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import httpx
-import psutil  # type: ignore[import-untyped]
+import psutil
 
 from tests.conftest import ROOMY, StartGateway, run_cli
 from tests.gateway.flows import PendingCall, post_form, start_call

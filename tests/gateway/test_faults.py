@@ -252,5 +252,5 @@ async def test_a_thousand_overdue_requests_expire_within_two_seconds(
                 keys.human_function(hf_id), ["deadline", "ended_at", "status"]
             )
             assert status == b"expired"
-            lateness.append(float(ended_at) - float(deadline))
+            lateness.append(float(ended_at) - float(deadline))  # type: ignore[arg-type]
     assert max(lateness) < 2.0, max(lateness)

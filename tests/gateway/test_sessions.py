@@ -88,11 +88,11 @@ async def test_a_session_is_served_by_whichever_process_gets_each_request(
 
     async with (
         httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
-        Client(streamable_http_client(f"{first.url}/mcp", http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(f"{first.url}/mcp", http_client=http), mode="legacy") as client,  # type: ignore[arg-type]
     ):
         tools = await client.list_tools()
         assert "elicit" in [tool.name for tool in tools.tools]
-        call = asyncio.create_task(client.call_tool("elicit", arguments, progress_callback=on_progress))
+        call = asyncio.create_task(client.call_tool("elicit", arguments, progress_callback=on_progress))  # type: ignore[arg-type]
         await asyncio.wait_for(got_link.wait(), 30)
         form = progress[0].split(" at ", 1)[1].split(";", 1)[0]
         assert (await post_form(form, ACCEPT)).status_code == 303
@@ -173,7 +173,7 @@ async def test_a_reply_to_the_clients_own_form_is_carried_to_the_process_that_as
     async with (
         httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
         Client(
-            streamable_http_client(f"{asking.url}/mcp", http_client=http),
+            streamable_http_client(f"{asking.url}/mcp", http_client=http),  # type: ignore[arg-type]
             mode="legacy",
             elicitation_callback=form_callback(answer),
         ) as client,

@@ -77,7 +77,7 @@ async def test_opening_queues_one_delivery_job_that_a_worker_runs(setup: Setup) 
     assert opened is Opened.ATTACHED and again.id == hf.id
     assert setup.queue().job_ids == [delivery_job_id(hf.id)]
     job = setup.job(delivery_job_id(hf.id))
-    assert 0 < job.ttl <= 180  # the job lives only as long as the request may
+    assert job.ttl is not None and 0 < job.ttl <= 180  # the job lives only as long as the request may
     await setup.work()
     assert setup.job(delivery_job_id(hf.id)).return_value() == "delivered"
     (message,) = setup.slack.stored()

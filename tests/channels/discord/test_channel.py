@@ -33,7 +33,7 @@ def signed(body: bytes, stamp: int = NOW, key: SigningKey = KEY) -> dict[str, st
 
 
 def settings(**values: Any) -> Settings:
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def test_missing_settings_name_the_environment_variables() -> None:

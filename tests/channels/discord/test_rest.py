@@ -41,7 +41,7 @@ async def rest(fake: FakeDiscord) -> AsyncIterator[DiscordRest]:
 
 def discord_settings(fake: FakeDiscord) -> Settings:
     return Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         discord_bot_token=SecretStr(TOKEN),
         discord_application_id=APPLICATION_ID,
         discord_public_key=PUBLIC_KEY,

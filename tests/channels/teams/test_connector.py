@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -32,8 +33,10 @@ def teams() -> Iterator[FakeTeams]:
 
 def settings_of(teams: FakeTeams, **extra: str) -> Settings:
     """Settings as the environment of ``teams.env(**extra)`` gives them."""
-    fields = {name.removeprefix("HUMANGATE_").lower(): value for name, value in teams.env(**extra).items()}
-    return Settings(_env_file=None, **fields)  # type: ignore[call-arg]
+    fields: dict[str, Any] = {
+        name.removeprefix("HUMANGATE_").lower(): value for name, value in teams.env(**extra).items()
+    }
+    return Settings(_env_file=None, **fields)
 
 
 @pytest.fixture

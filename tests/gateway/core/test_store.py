@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -69,13 +70,13 @@ def accepted(by: str, at: float = NOW + 1) -> Outcome:
 
 async def events(store: HumanFunctionStore, *, created: bool = False) -> list[dict[str, str]]:
     """Every entry of the events stream, decoded (a creation's too with ``created``)."""
-    entries = await store.redis.xrange(keys.EVENTS)
+    entries: Any = await store.redis.xrange(keys.EVENTS)  # bytes: the client does not decode
     decoded = [{k.decode(): v.decode() for k, v in fields.items()} for _id, fields in entries]
     return [entry for entry in decoded if created or "created" not in entry]
 
 
 async def queued(store: HumanFunctionStore, channel: str) -> list[str]:
-    return [i.decode() for i in await store.redis.lrange(f"rq:queue:humangate-{channel}", 0, -1)]
+    return [i.decode() for i in await store.redis.lrange(f"rq:queue:humangate-{channel}", 0, -1)]  # type: ignore[union-attr]
 
 
 async def test_create_and_get_keeps_the_schema_key_order(store: HumanFunctionStore) -> None:
@@ -358,7 +359,7 @@ async def test_other_fields_are_stored_only_when_given(store: HumanFunctionStore
     await create(store, make_hf("a1"), "fp1")
     paired = make_hf("b2").model_copy(update={"other_fields": {"zeta": "alpha"}})
     await create(store, paired, "fp2")
-    assert b"other_fields" not in await store.redis.hget(keys.human_function("a1"), "doc")
+    assert b"other_fields" not in await store.redis.hget(keys.human_function("a1"), "doc")  # type: ignore[operator]
     assert (await store.get("a1")).other_fields == {}
     assert (await store.get("b2")).other_fields == {"zeta": "alpha"}
 

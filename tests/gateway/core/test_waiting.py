@@ -72,7 +72,7 @@ def waiting_on(
     return asyncio.create_task(wait_for_end(runtime.service, runtime.events, hf, on_tick))  # type: ignore[arg-type]
 
 
-async def readers(redis: Redis) -> list[dict[str, object]]:
+async def readers(redis: Redis) -> list[dict[str, str]]:
     """The clients blocked in (or last running) an XREAD of the events stream."""
     return [c for c in await redis.client_list() if c.get("cmd") == "xread"]
 
@@ -143,7 +143,7 @@ async def test_an_answer_while_the_reader_is_cut_off_arrives_when_it_reconnects(
     waiting = waiting_on(fast_polling, hf, checks)
     await checks.reached(1)
     (reader,) = await readers(fast_polling.redis)
-    await fast_polling.redis.execute_command("CLIENT", "KILL", "ID", reader["id"])
+    await fast_polling.redis.execute_command("CLIENT", "KILL", "ID", reader["id"])  # type: ignore[no-untyped-call]
     await fast_polling.service.answer(hf, ACCEPT)
     outcome = await asyncio.wait_for(waiting, 10)
     assert outcome.status is Status.ACCEPTED

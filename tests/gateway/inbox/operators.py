@@ -19,12 +19,12 @@ CSRF = re.compile(r'name="hg-csrf" value="([^"]+)"')
 async def create_key(redis_url: str, name: str, *, operator: bool = True) -> str:
     """A key stored in the test Redis, as ``humangate keys create NAME [--operator]`` makes it."""
     async with Redis.from_url(redis_url) as redis:
-        return await KeyRing(redis, Settings(_env_file=None)).create(name, operator=operator)  # type: ignore[call-arg]
+        return await KeyRing(redis, Settings(_env_file=None)).create(name, operator=operator)
 
 
 async def revoke_key(redis_url: str, name: str) -> None:
     async with Redis.from_url(redis_url) as redis:
-        await KeyRing(redis, Settings(_env_file=None)).revoke(name)  # type: ignore[call-arg]
+        await KeyRing(redis, Settings(_env_file=None)).revoke(name)
 
 
 @asynccontextmanager

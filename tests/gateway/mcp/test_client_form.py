@@ -114,7 +114,7 @@ def accept(content: dict[str, Any]) -> Answer:
 
 def act(action: str) -> Answer:
     async def answer(params: types.ElicitRequestParams) -> types.ElicitResult:
-        return types.ElicitResult(action=action)  # type: ignore[arg-type]
+        return types.ElicitResult(action=action)
 
     return answer
 
@@ -148,7 +148,7 @@ async def test_the_client_form_accepts_with_the_same_message_and_schema(
     result = await call.result()
     assert text_of(result) == 'User provided: {"approved":true,"reason":"Looks good to deploy"}'
     assert not result.is_error
-    assert [(p.message, p.requested_schema) for p in call.asked] == [("Deploy v2.1?", APPROVAL)]
+    assert [(p.message, p.requested_schema) for p in call.asked] == [("Deploy v2.1?", APPROVAL)]  # type: ignore[union-attr]
     if era != "legacy":  # the question rode a task's input requests
         assert [c.status for c in call.tasks.created] == ["working"]
         assert any(s["status"] == "input_required" for s in call.tasks.statuses)
@@ -251,7 +251,7 @@ async def test_a_2026_client_without_tasks_is_never_asked_in_its_own_form(
                 elicitation_callback=form_callback(answer),
             ) as client,
         ):
-            return await client.call_tool("elicit", ARGS, progress_callback=on_progress)
+            return await client.call_tool("elicit", ARGS, progress_callback=on_progress)  # type: ignore[arg-type]
 
     task = asyncio.create_task(run())
     await asyncio.wait_for(seen.wait(), WAIT)
