@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 
 import pytest
 from starlette.types import Message
@@ -16,7 +17,7 @@ from starlette.types import Message
 from gateway.mcp.delivery import DeliveryWatch, results_in
 
 
-def sse(message: dict[str, object]) -> bytes:
+def sse(message: Mapping[str, object]) -> bytes:
     return f"event: message\r\ndata: {json.dumps(message)}\r\n\r\n".encode()
 
 
@@ -69,7 +70,11 @@ def watched() -> tuple[DeliveryWatch, Client, Hooks]:
 async def listening(watch: DeliveryWatch, client: Client) -> asyncio.Task[Message]:
     """What the transport does: read ``receive`` until the client disconnects."""
     receive, _ = watch.wrap(client.receive, client.send)
-    task = asyncio.create_task(receive())
+
+    async def read() -> Message:
+        return await receive()
+
+    task = asyncio.create_task(read())
     await asyncio.sleep(0)  # let it start waiting (a scheduling step, not a wait for a condition)
     return task
 

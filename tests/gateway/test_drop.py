@@ -15,6 +15,7 @@ import socket
 import struct
 import time
 from collections.abc import AsyncIterator
+from typing import Any, cast
 
 import httpx
 import mcp_types as types
@@ -22,6 +23,7 @@ import pytest
 from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
+from gateway.core.redis_client import text
 from tests.conftest import GatewayProcess, StartGateway
 from tests.faults import TcpProxy, proxy_to
 from tests.gateway.flows import WAIT, post_form, start_call
@@ -43,9 +45,9 @@ def hf_id_of(url: str) -> str:
 async def stored_requests(redis_url: str) -> dict[str, dict[bytes, bytes]]:
     """Every Human Function in Redis, by id."""
     async with Redis.from_url(redis_url) as redis:
-        found = {}
+        found: dict[str, dict[bytes, bytes]] = {}
         async for key in redis.scan_iter(match=keys.human_function("*")):
-            found[key.decode().split("{", 1)[1].rstrip("}")] = await redis.hgetall(key)
+            found[text(key).split("{", 1)[1].rstrip("}")] = cast(dict[bytes, bytes], await redis.hgetall(key))
         return found
 
 
@@ -55,9 +57,7 @@ async def behind_proxy(gateway: GatewayProcess) -> AsyncIterator[tuple[TcpProxy,
         yield proxy, f"http://127.0.0.1:{proxy.port}"
 
 
-async def dropped_while_waiting(
-    base_url: str, arguments: dict[str, object], era: Era, proxy: TcpProxy
-) -> str:
+async def dropped_while_waiting(base_url: str, arguments: dict[str, Any], era: Era, proxy: TcpProxy) -> str:
     """Start a call through the proxy, reset every connection once it waits; its form link."""
     call = start_call(base_url, arguments, era=era)
     url = await call.form_url()
@@ -69,7 +69,7 @@ async def dropped_while_waiting(
     return url
 
 
-async def kept_result(base_url: str, arguments: dict[str, object], era: Era) -> types.CallToolResult:
+async def kept_result(base_url: str, arguments: dict[str, Any], era: Era) -> types.CallToolResult:
     """The result of an identical call made now; fails if that call waits for a person instead."""
     recall = start_call(base_url, arguments, era=era)
     waiting = asyncio.create_task(recall.first_progress.wait())

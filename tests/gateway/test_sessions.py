@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
+from gateway.core.redis_client import text
 from gateway.mcp.session_registry import SESSION_TTL
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import post_form
@@ -204,7 +205,7 @@ async def test_concurrent_openings_never_pass_the_cap_across_processes(
     assert f"Too many open sessions for this caller (at most {cap})" in refused.text
     owner = "key:ada" if key else "anonymous:10.0.0.7"
     async with Redis.from_url(redis_url) as redis:
-        members = {m.decode() for m in await redis.zrange(keys.mcp_sessions_of(owner), 0, -1)}
+        members = {text(m) for m in await redis.zrange(keys.mcp_sessions_of(owner), 0, -1)}
     # Every reserved slot became a session; the opened sessions are exactly the ones recorded.
     assert members == {r.headers["mcp-session-id"] for r in responses if r.status_code == 200}
 

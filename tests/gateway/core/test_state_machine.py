@@ -118,7 +118,7 @@ class Machine:
             "store.count_delivery_attempt": s.count_delivery_attempt,
             "store.set_refs": s.set_refs,
             "store.set_refs_if_missing": s.set_refs_if_missing,
-            "store.mark_returned": s.mark_returned,
+            "store.note_returned": s.note_returned,
             "store.synced": s.synced,
         }
 
@@ -298,7 +298,14 @@ async def reaped_posted(m: Machine) -> Step:
 async def result_returned(m: Machine) -> Step:
     await m.open(make_hf())
     await m.end("a1", by_person(Action.ACCEPT), retain=True)
-    return await m.run("store.mark_returned", "a1", ["a1"])
+    return await m.run("store.note_returned", "a1", ["a1"], [])
+
+
+async def kept_given_back(m: Machine) -> Step:
+    await m.open(make_hf())
+    await m.end("a1", by_person(Action.ACCEPT), retain=True)
+    await m.run("store.note_returned", "a1", ["a1"], [])
+    return await m.run("store.note_returned", "a1", [], ["a1"])
 
 
 async def message_updated(m: Machine) -> Step:
@@ -328,6 +335,7 @@ DRIVERS: dict[str, Callable[[Machine], Awaitable[Step]]] = {
     "reaped": reaped,
     "reaped, posted": reaped_posted,
     "result returned": result_returned,
+    "kept result given back": kept_given_back,
     "message updated": message_updated,
 }
 """One way to make each documented transition happen, by its name in the doc."""

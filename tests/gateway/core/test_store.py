@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from redis.asyncio import Redis
@@ -414,7 +414,10 @@ async def test_an_answer_counts_against_the_budget_and_an_anonymous_request_is_k
     answer = accepted("ada").model_copy(update={"content": {"zeta": "x" * 5000}})
     await finish(store, "k0", answer)
     assert await kept_bytes(store, owner) == size + len(answer.model_dump_json())
-    scores = [score for _, score in await store.redis.zrange(keys.kept(owner), 0, -1, withscores=True)]
+    members = cast(
+        list[tuple[bytes, float]], await store.redis.zrange(keys.kept(owner), 0, -1, withscores=True)
+    )
+    scores = [score for _, score in members]
     assert scores == [pytest.approx(expiry_ms, abs=5000)] * 2
     assert await store.redis.pttl(keys.kept_bytes(owner)) == pytest.approx(ttl, abs=5000)
 
