@@ -19,16 +19,15 @@ from gateway.collector import tune_collector
 from gateway.errors import install_error_handlers
 from gateway.events import Events
 from gateway.hosts import HostCheck
-from gateway.inbound import web
 from gateway.inbound.discord import interactions as discord_interactions
-from gateway.inbound.slack import events as slack_events
 from gateway.inbound.teams import messages as teams_messages
 from gateway.inbox import routes as inbox
-from gateway.limits import BodySizeLimit
+from gateway.limits import BodySizeLimit, current_limits
 from gateway.logs import configure_logging
 from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
+from gateway.mounts import channel_routes
 from gateway.runtime import Runtime, open_runtime
 from gateway.service import Clock
 from schemas.settings import Settings, get_settings
@@ -106,14 +105,13 @@ def create_app(
     app.router.routes.append(
         Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
     )
-    app.include_router(web.router)
+    app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
-    app.include_router(slack_events.router)
     app.include_router(discord_interactions.router)
     app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.include_router(docs.router)
-    app.add_middleware(BodySizeLimit)
+    app.add_middleware(BodySizeLimit, limits=current_limits())
     app.add_middleware(HostCheck, settings=settings)
     return app

@@ -9,10 +9,10 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway import redis_check
-from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.metrics import REGISTRY, WAITING_CALLS
 from gateway.redis_client import OPERATION_DEADLINE
 from gateway.runtime import Runtime
+from schemas.errors import RETRY_AFTER_SECONDS
 
 router = APIRouter(include_in_schema=False)
 

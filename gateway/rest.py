@@ -6,12 +6,12 @@ Every status an operation can return is in its OpenAPI ``responses``, errors wit
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from channels.registry import default_channel
+from channels.registry import channel_literal, default_channel
 from gateway.callers import Caller, owns
 from gateway.errors import error_responses
 from gateway.links import form_url
@@ -24,6 +24,12 @@ from schemas.models import HumanFunction
 from schemas.results import is_error, result_text, structured_result
 
 router = APIRouter(prefix="/v1", tags=["requests"])
+
+if TYPE_CHECKING:
+    ChannelName = str
+else:
+    ChannelName = channel_literal()
+    """``Literal`` of every registered channel's name (so the OpenAPI lists them as an enum)."""
 
 
 CREATE_EXAMPLE: dict[str, Any] = {
@@ -54,7 +60,7 @@ class CreateRequest(BaseModel):
     request_schema: dict[str, Any] = Field(
         alias="schema", description="JSON Schema for requested data (flat object only)"
     )
-    uiType: Literal["slack", "discord", "teams", "web"] | None = Field(None, description="UI platform to use")
+    uiType: ChannelName | None = Field(None, description="UI platform to use")
 
 
 class Result(BaseModel):

@@ -34,8 +34,8 @@ from channels.discord.modal import form_modal, form_steps, reason_modal, step_of
 from channels.discord.text import escape
 from channels.display import field_label, outcome_summary
 from channels.registry import CHANNELS
+from gateway.drafts import Drafts
 from gateway.inbound.discord.deferral import UPDATE_MESSAGE, Reply, send_late, within_budget
-from gateway.inbound.discord.drafts import Drafts
 from gateway.links import form_url
 from gateway.replay import first_delivery
 from gateway.runtime import Runtime
