@@ -19,7 +19,6 @@ from gateway.collector import tune_collector
 from gateway.errors import install_error_handlers
 from gateway.events import Events
 from gateway.hosts import HostCheck
-from gateway.inbound.discord import interactions as discord_interactions
 from gateway.inbound.teams import messages as teams_messages
 from gateway.inbox import routes as inbox
 from gateway.limits import BodySizeLimit, current_limits
@@ -107,7 +106,6 @@ def create_app(
     )
     app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
-    app.include_router(discord_interactions.router)
     app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)

@@ -1,5 +1,5 @@
 """The Discord channel: a message with buttons, selects and modals, answered through Discord's
-interactions endpoint (``/discord/interactions``, see ``gateway.inbound.discord.interactions``).
+interactions endpoint (``/discord/interactions``, see ``channels.discord.inbound``).
 
 Rendering (``channels.discord.embed``, ``channels.discord.components``, ``channels.discord.modal``) and
 parsing are pure. ``verify`` checks Discord's Ed25519 signature over timestamp + body. The only I/O is
@@ -48,7 +48,10 @@ class DiscordChannel:
     posts = True
 
     def endpoints(self) -> list[Endpoint]:
-        return []  # still mounted by the gateway until this platform's inbound half moves here
+        # Imported here: the endpoint's handler uses this module's parsing.
+        from channels.discord.inbound import interactions
+
+        return [Endpoint("/discord/interactions", ("POST",), interactions, what="an interaction")]
 
     async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
         self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
