@@ -1,22 +1,40 @@
-"""The one protocol every channel (Slack, Discord, Teams, web) implements.
+"""The one protocol every channel (Slack, Discord, Teams, web) implements, both directions.
 
-A channel is an adapter in the style of arq's settings classes: a ``name``; pure functions that
-*render* a Human Function into the platform's payload and *parse* a platform callback into an
-``Answer``; *verify*, which raises ``SignatureError`` for an inbound callback that is not signed as
-the platform signs; and *deliver* / *update*, the only I/O, done through a client the caller gets
-from ``connect`` and injects. Rendering and parsing take no network, so most channel tests need
+A channel is an adapter in the style of httpx's transports. Outbound: pure functions that *render* a
+Human Function into the platform's payload, and *deliver* / *update*, the only I/O, done through a
+client the caller gets from ``connect`` and injects. Inbound: the ``endpoints`` the gateway mounts
+for it (paths, methods, body limits); *verify* / ``verify_inbound``, which raise ``SignatureError``
+for a callback not signed as the platform signs; *parse*, which turns a callback into an ``Answer``
+carrying the platform's verified ``Person``. An endpoint's handler asks the gateway for what it
+needs only through a ``Desk`` (get a Human Function, answer it, its form link, the clock, ...), so a
+channel never imports the gateway. Rendering and parsing take no network, so most channel tests need
 none. Channels are registered in one explicit table, ``channels.registry.CHANNELS``.
+
+How a callback is opened, for a ``signed`` endpoint, is the gateway's one webhook opening: a channel
+that is not configured is a 404 naming the missing settings, a body over ``body_limit`` a 413, a
+``SignatureError`` from ``verify_inbound`` a 401, an ``InvalidRequestError`` from the handler a 400;
+only then does the handler run. An unsigned endpoint (the web form) checks its requests itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.models import Answer, HumanFunction
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+WEBHOOK_BODY_BYTES = 64 * 1024
+"""Largest body of a platform callback (Slack, Discord and Teams send a few KiB)."""
+
+FORM_BODY_BYTES = 64 * 1024
+"""Largest web form post (a person's answer to at most 32 fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +47,133 @@ class RenderContext:
     """Seconds since the epoch, from the caller's (injectable) clock."""
 
 
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A request on one of a channel's endpoints, as the gateway opened it."""
+
+    headers: Mapping[str, str]
+    """The request's headers, with lower-case names."""
+    body: bytes
+    """The raw body (empty for an unsigned endpoint, whose handler reads the request itself)."""
+    proof: Any = None
+    """What ``verify_inbound`` established (Teams: the verified activity and its token's expiry)."""
+
+
+class FormLink(Protocol):
+    """A well-formed form link, read but not yet checked against any Human Function."""
+
+    @property
+    def hf_id(self) -> str:
+        """The id of the Human Function the link names."""
+        ...
+
+    def opens(self, hf: HumanFunction) -> bool:
+        """Whether this link's secret is ``hf``'s."""
+        ...
+
+
+class Drafts(Protocol):
+    """What one person typed in a Human Function's form so far, kept until its deadline (a
+    platform whose modals forget their values when they close keeps them here between steps)."""
+
+    async def load(self, hf_id: str, user_id: str) -> dict[str, list[str]]: ...
+
+    async def save(self, hf: HumanFunction, user_id: str, values: Mapping[str, list[str]]) -> None: ...
+
+    async def drop(self, hf_id: str, user_id: str) -> None: ...
+
+
+class Desk(Protocol):
+    """What a channel's inbound handler may ask of the gateway, bound to that one channel.
+
+    The gateway implements it (``gateway.desk``); tests may give a handler their own.
+    """
+
+    state: dict[str, Any]
+    """This channel's long-lived objects in this process (e.g. Slack's bolt app), built on first use."""
+
+    @property
+    def settings(self) -> Settings:
+        """The gateway's settings (the platform's secrets and allow-lists among them)."""
+        ...
+
+    @property
+    def drafts(self) -> Drafts:
+        """Form texts per (Human Function, person), kept until the deadline."""
+        ...
+
+    def now(self) -> float:
+        """Seconds since the epoch, from the gateway's (injectable) clock."""
+        ...
+
+    async def get(self, hf_id: str) -> HumanFunction:
+        """The Human Function ``hf_id``; raises ``UnknownRequestError`` or ``StoreUnavailableError``."""
+        ...
+
+    async def started(self, hf: HumanFunction) -> HumanFunction:
+        """Mark that a person began answering ``hf`` (opened its form or modal)."""
+        ...
+
+    async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
+        """Validate and record ``answer``; the ended Human Function. Raises ``InvalidAnswerError``,
+        ``ClosedError`` (someone answered first, or it expired) or ``StoreUnavailableError``."""
+        ...
+
+    def form_url(self, hf: HumanFunction) -> str:
+        """The absolute URL of ``hf``'s hosted web form (a capability: never log it)."""
+        ...
+
+    def read_form_link(self, token: str) -> FormLink | None:
+        """The link a form token names; ``None`` for anything humangate never issues."""
+        ...
+
+    async def client(self) -> Any:
+        """This channel's platform client in this process (what ``connect`` yields), opened once."""
+        ...
+
+    async def first_delivery(self, signature: str | bytes, window_seconds: int) -> bool:
+        """True the first time this signed callback is seen within the window; False on a replay."""
+        ...
+
+    async def remember_post(self, hf_id: str, refs: dict[str, str]) -> bool:
+        """Record where ``hf_id``'s post is, if no delivery recorded it (True when recorded now)."""
+        ...
+
+
+Handler = Callable[["Request", Inbound, Desk], Awaitable["Response"]]
+"""An endpoint's handler: the request, as opened (verified when the endpoint is signed), and the desk."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One route the gateway mounts for a channel."""
+
+    path: str
+    """A Starlette path (``/f/{token}``); its body limit covers everything under its literal prefix."""
+    methods: tuple[str, ...]
+    handle: Handler
+    body_limit: int = WEBHOOK_BODY_BYTES
+    """Largest request body, refused with 413 before routing or any signature check."""
+    signed: bool = True
+    """Whether the gateway's webhook opening runs first (configured, body read, ``verify_inbound``)."""
+    what: str = "a request"
+    """What one request here is called in logs (``refused an interaction channel=discord: ...``)."""
+    plain_errors: bool = False
+    """Whether the opening's refusals are plain text (Slack's) rather than humangate's JSON body."""
+
+    @property
+    def limit_prefix(self) -> str:
+        """The path (or, for a path with parameters, the prefix before the first one) the body
+        limit applies to; a prefix ends with ``/`` and covers every path under it."""
+        return self.path.split("{", 1)[0]
+
+
 class Channel(Protocol):
     """A platform a person answers on. Implementations hold no per-request state."""
 
     name: str
+    title: str
+    """The platform's name in sentences (``Slack is not configured on this gateway``)."""
     posts: bool
     """Whether the channel posts a message per request (and so has deliver and update jobs). The web
     form posts nothing: its page is rendered from the request's state whenever it is opened."""
@@ -41,12 +182,22 @@ class Channel(Protocol):
         """Names of the environment variables still needed; empty means configured."""
         ...
 
+    def endpoints(self) -> list[Endpoint]:
+        """The routes where the platform (or a person's browser) sends answers."""
+        ...
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> Any:
+        """Raise ``SignatureError`` unless a callback on a signed endpoint is authentic and fresh;
+        return what the check established (kept as ``Inbound.proof``), or ``None``."""
+        ...
+
     def render(self, hf: HumanFunction, ctx: RenderContext) -> Any:
         """The platform payload showing ``hf`` as it is now (pending form, or its outcome)."""
         ...
 
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
-        """Turn a platform callback into an answer; raises ``InvalidAnswerError`` on bad fields."""
+        """Turn a platform callback into an answer, with the ``Person`` the platform vouches for;
+        raises ``InvalidAnswerError`` on bad fields."""
         ...
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:

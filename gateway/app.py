@@ -20,18 +20,16 @@ from gateway.core.events import Events
 from gateway.core.service import Clock
 from gateway.errors import install_error_handlers
 from gateway.hosts import HostCheck
-from gateway.inbound import web
-from gateway.inbound.discord import interactions as discord_interactions
-from gateway.inbound.slack import events as slack_events
 from gateway.inbound.teams import messages as teams_messages
 from gateway.inbox import routes as inbox
-from gateway.limits import BodySizeLimit
+from gateway.limits import BodySizeLimit, current_limits
 from gateway.logs import configure_logging
 from gateway.mcp.bodies import McpBodies
 from gateway.mcp.delivery import DeliveryWatching
 from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
+from gateway.mounts import channel_routes
 from gateway.runtime import Runtime, open_runtime
 from schemas.settings import Settings, get_settings
 
@@ -110,14 +108,12 @@ def create_app(
     app.router.routes.append(
         Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
     )
-    app.include_router(web.router)
+    app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
-    app.include_router(slack_events.router)
-    app.include_router(discord_interactions.router)
     app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.include_router(docs.router)
-    app.add_middleware(BodySizeLimit)
+    app.add_middleware(BodySizeLimit, limits=current_limits())
     app.add_middleware(HostCheck, settings=settings)
     return app

@@ -15,7 +15,7 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 
-from gateway.security import hardened_headers, new_nonce
+from channels.pages import hardened_headers, new_nonce
 
 router = APIRouter(include_in_schema=False)
 

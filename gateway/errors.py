@@ -15,13 +15,14 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from gateway.core.redis_client import UNAVAILABLE_ERRORS
 from schemas.errors import (
+    RETRY_AFTER_SECONDS,
     AuthError,
     ClosedError,
     DeliveryError,
@@ -36,9 +37,6 @@ from schemas.errors import (
     UnknownRequestError,
 )
 from schemas.text import valid_text
-
-RETRY_AFTER_SECONDS = 5
-"""``Retry-After`` of a 503 while Redis is unavailable (a restart usually takes about this long)."""
 
 STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
     (InvalidSchemaError, 422),
@@ -90,6 +88,28 @@ ERROR_DESCRIPTIONS = {
     "(`StoreUnavailableError`): the same call is safe to repeat",
 }
 """What each error status means on the REST API, for the OpenAPI."""
+
+
+WEBHOOK_STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
+    (NotConfiguredError, 404),
+    (SignatureError, 401),
+    (InvalidRequestError, 400),
+]
+"""HTTP status of a platform callback's refusals: a channel not configured on this gateway has no
+webhook here (404), a bad signature is a 401, a body the platform never sends a 400."""
+
+PLAIN_PREFIXES = {400: "Bad request: ", 401: "Unauthorized: "}
+"""How a plain-text refusal (``webhook_refusal(..., plain=True)``) starts, by status."""
+
+
+def webhook_refusal(exc: HumangateError, *, plain: bool = False) -> Response:
+    """A platform callback refused at the gateway's one webhook opening (``gateway.mounts``):
+    humangate's JSON error body, or for a platform that reads plain text (Slack) the same detail as
+    text."""
+    status = next((code for cls, code in WEBHOOK_STATUS_OF_ERROR if isinstance(exc, cls)), status_of(exc))
+    if plain:
+        return PlainTextResponse(PLAIN_PREFIXES.get(status, "") + valid_text(str(exc)), status)
+    return JSONResponse(error_body(exc), status_code=status, headers=error_headers(exc))
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -11,8 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from gateway.core import redis_check
 from gateway.core.metrics import REGISTRY, WAITING_CALLS
 from gateway.core.redis_client import OPERATION_DEADLINE
-from gateway.errors import RETRY_AFTER_SECONDS
 from gateway.runtime import Runtime
+from schemas.errors import RETRY_AFTER_SECONDS
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,6 +1,7 @@
 """Request body size limits, enforced before routing, parsing or any signature check.
 
-Each path gets its limit from ``BODY_LIMITS`` (platform callbacks and form posts are small) or
+Each path gets its limit from ``BODY_LIMITS`` (platform callbacks and form posts are small: each
+channel's endpoints say theirs, read from ``channels.registry``; the inbox's are here) or
 ``MAX_BODY_BYTES`` (``/mcp`` and ``/v1``, which carry a whole schema). A declared
 ``Content-Length`` over the limit is refused at once (the server never reads past a declared
 length); a body without one (chunked) is read here up to the limit and refused the moment it passes
@@ -14,27 +15,34 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from channels.web.page import render_too_large_page
-from gateway.security import new_nonce, page_headers
+from channels.base import FORM_BODY_BYTES, WEBHOOK_BODY_BYTES
+from channels.pages import new_nonce, page_headers, render_too_large_page
+from channels.registry import body_limits
+
+__all__ = [
+    "BODY_LIMITS",
+    "FORM_BODY_BYTES",
+    "MAX_BODY_BYTES",
+    "WEBHOOK_BODY_BYTES",
+    "BodySizeLimit",
+    "body_limit",
+]
 
 MAX_BODY_BYTES = 256 * 1024
 """Largest request body of ``/mcp`` and ``/v1`` (a 64 KiB schema and an 8 KiB message fit, escaped)."""
 
-WEBHOOK_BODY_BYTES = 64 * 1024
-"""Largest body of a platform callback (Slack, Discord and Teams send a few KiB)."""
+INBOX_LIMITS: Mapping[str, int] = {"/inbox": FORM_BODY_BYTES, "/inbox/": FORM_BODY_BYTES}
+"""The operators' inbox posts answers like the web form."""
 
-FORM_BODY_BYTES = 64 * 1024
-"""Largest web form post (a person's answer to at most 32 fields)."""
 
-BODY_LIMITS: Mapping[str, int] = {
-    "/slack/events": WEBHOOK_BODY_BYTES,
-    "/discord/interactions": WEBHOOK_BODY_BYTES,
-    "/teams/messages": WEBHOOK_BODY_BYTES,
-    "/f/": FORM_BODY_BYTES,
-    "/inbox": FORM_BODY_BYTES,
-    "/inbox/": FORM_BODY_BYTES,
-}
-"""Body limit per path: a key ending in ``/`` covers every path under it; a new webhook adds a line."""
+def current_limits() -> dict[str, int]:
+    """Body limit per path: every registered channel's endpoints, then the inbox's. A key ending in
+    ``/`` covers every path under it; a new channel's endpoints bring their own."""
+    return {**body_limits(), **INBOX_LIMITS}
+
+
+BODY_LIMITS: Mapping[str, int] = current_limits()
+"""The limits of the channels registered when this module was imported."""
 
 
 def body_limit(path: str, limits: Mapping[str, int] = BODY_LIMITS, default: int = MAX_BODY_BYTES) -> int:

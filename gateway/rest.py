@@ -7,14 +7,14 @@ Every status an operation can return is in its OpenAPI ``responses``, errors wit
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
-from channels.registry import default_channel
+from channels.registry import channel_literal, default_channel
 from gateway.core.callers import Caller, owns
 from gateway.core.links import form_url
 from gateway.core.service import check_request
@@ -51,6 +51,12 @@ class BoundedJsonRoute(APIRoute):
 
 router = APIRouter(prefix="/v1", tags=["requests"], route_class=BoundedJsonRoute)
 
+if TYPE_CHECKING:
+    ChannelName = str
+else:
+    ChannelName = channel_literal()
+    """``Literal`` of every registered channel's name (so the OpenAPI lists them as an enum)."""
+
 
 CREATE_EXAMPLE: dict[str, Any] = {
     "message": "Deploy v2.1 to production?",
@@ -80,7 +86,7 @@ class CreateRequest(BaseModel):
     request_schema: dict[str, Any] = Field(
         alias="schema", description="JSON Schema for requested data (flat object only)"
     )
-    uiType: Literal["slack", "discord", "teams", "web"] | None = Field(None, description="UI platform to use")
+    uiType: ChannelName | None = Field(None, description="UI platform to use")
 
 
 class Result(BaseModel):

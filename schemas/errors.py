@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of a 503 while Redis is unavailable (a restart usually takes about this long)."""
+
 
 class HumangateError(Exception):
     """Base of every error humangate raises on purpose."""

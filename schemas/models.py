@@ -38,6 +38,16 @@ STATUS_OF_ACTION = {
 """The terminal status a person's action leads to (expiry has no action of its own)."""
 
 
+class Person(BaseModel):
+    """Who answered, as the platform verified them: its user id there, and the name it shows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    channel: str = Field(description="the channel that verified this person (e.g. 'slack')")
+    id: str = Field(description="the platform's id of the person (a Slack user id, a Teams AAD object id)")
+    name: str = Field(description="the name the platform shows for them")
+
+
 class Answer(BaseModel):
     """A person's answer as a channel parsed it, before it is validated and recorded."""
 
@@ -48,6 +58,11 @@ class Answer(BaseModel):
     reason: str | None = None
     by: str = Field(description="who answered, as the channel knows them (e.g. 'Ada (U123)')")
     via: str = Field(description="the channel the answer came through")
+    person: Person | None = Field(
+        None,
+        description="who answered, as their platform verified them; None where no platform vouches "
+        "for them (the web form's capability link)",
+    )
 
 
 class Outcome(BaseModel):

@@ -1,5 +1,5 @@
 """The Discord channel: a message with buttons, selects and modals, answered through Discord's
-interactions endpoint (``/discord/interactions``, see ``gateway.inbound.discord.interactions``).
+interactions endpoint (``/discord/interactions``, see ``channels.discord.inbound``).
 
 Rendering (``channels.discord.embed``, ``channels.discord.components``, ``channels.discord.modal``) and
 parsing are pure. ``verify`` checks Discord's Ed25519 signature over timestamp + body. The only I/O is
@@ -19,7 +19,7 @@ from typing import Any
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
-from channels.base import RenderContext
+from channels.base import Desk, Endpoint, Inbound, RenderContext
 from channels.discord.components import CUSTOM_ID_PREFIX, Act, parse_custom_id
 from channels.discord.embed import render_message
 from channels.discord.modal import option_values, submitted_reason, submitted_values
@@ -44,7 +44,17 @@ class DiscordChannel:
     """Discord through a bot token (REST) and an interactions endpoint (answers)."""
 
     name = "discord"
+    title = "Discord"
     posts = True
+
+    def endpoints(self) -> list[Endpoint]:
+        # Imported here: the endpoint's handler uses this module's parsing.
+        from channels.discord.inbound import interactions
+
+        return [Endpoint("/discord/interactions", ("POST",), interactions, what="an interaction")]
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
+        self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
 
     def missing_settings(self, settings: Settings) -> list[str]:
         token = settings.discord_bot_token

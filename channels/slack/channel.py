@@ -12,18 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
-from slack_sdk.signature import Clock, SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from channels.base import RenderContext
+from channels.base import Desk, Endpoint, Inbound, RenderContext
 from channels.slack.actions import parse_interaction
 from channels.slack.api import (
     RESPONSE_EXCEPTIONS,
@@ -33,40 +27,31 @@ from channels.slack.api import (
     target_problems,
 )
 from channels.slack.blocks import message_payload
+from channels.slack.client import API_TIMEOUT, SlackClient, api_base, retry_handlers
+from channels.slack.inbound import slack_events
+from channels.slack.signature import SIGNATURE_WINDOW_SECONDS, verify_signature
 from schemas.errors import SignatureError
 from schemas.models import Answer, HumanFunction
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-API_TIMEOUT = 10.0
-"""Seconds one Slack Web API call may take, connecting included."""
-RATE_LIMIT_RETRIES = 2
-"""Times one call is retried after a 429, each after the ``Retry-After`` Slack asked for."""
-CONNECT_RETRIES = 2
-"""Times one call is retried when the connection could not even be opened (nothing was sent)."""
-SIGNATURE_WINDOW_SECONDS = 300
-"""How old (or how far in the future) a signed Slack request may be: Slack's five minutes."""
 EVENT_TYPE = "humangate_request"
 """``metadata.event_type`` of every message humangate posts; its payload carries the HF id."""
 
-_SIGNATURE_LENGTH = len("v0=") + 64
-
-
-@dataclass(frozen=True, slots=True)
-class SlackClient:
-    """What ``SlackChannel.connect`` yields: the Web API client and where requests are posted."""
-
-    api: AsyncWebClient
-    target: str
-    """``HUMANGATE_SLACK_CHANNEL``: a channel id, or a user id for a direct message."""
-
 
 class SlackChannel:
-    """Slack through slack-sdk (Web API) and slack-bolt (interactivity: ``gateway.inbound.slack``)."""
+    """Slack through slack-sdk (Web API) and slack-bolt (interactivity: ``channels.slack.inbound``)."""
 
     name = "slack"
+    title = "Slack"
     posts = True
+
+    def endpoints(self) -> list[Endpoint]:
+        return [Endpoint("/slack/events", ("POST",), slack_events, what="a Slack request", plain_errors=True)]
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
+        self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
 
     def missing_settings(self, settings: Settings) -> list[str]:
         required = {
@@ -147,65 +132,12 @@ class SlackChannel:
             return await target_problems(client.api, client.target, scopes)
 
 
-def api_base(settings: Settings) -> str:
-    """``HUMANGATE_SLACK_API_URL`` with the trailing slash slack-sdk joins method names to."""
-    return settings.slack_api_url.rstrip("/") + "/"
-
-
-def retry_handlers() -> list[Any]:
-    """Retry a call after a 429 (waiting ``Retry-After``), or when the connection never opened.
-
-    A call that may have reached Slack (a 5xx, a dropped response) is not retried here: posting it
-    again could post twice; the delivery job's own retry looks for the earlier post first.
-    """
-    return [
-        AsyncConnectionErrorRetryHandler(
-            max_retry_count=CONNECT_RETRIES, error_types=[aiohttp.ClientConnectorError]
-        ),
-        AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
-    ]
-
-
-class _At(Clock):
-    """slack-sdk's verifier clock, fixed at the caller's (injectable) ``now``."""
-
-    def __init__(self, now: float) -> None:
-        self._now = now
-
-    def now(self) -> float:
-        return self._now
-
-
-def verify_signature(secret: str, headers: Mapping[str, str], body: bytes, now: float) -> None:
-    """Raise ``SignatureError`` unless ``body`` carries Slack's v0 signature and is fresh.
-
-    ``headers`` has lower-case names. Slack signs ``v0:{timestamp}:{raw body}`` with HMAC-SHA256 and
-    the app's signing secret; a request more than five minutes from ``now`` is refused (replays of a
-    fresh one are the job of ``gateway.core.replay``).
-    """
-    timestamp = headers.get("x-slack-request-timestamp", "").strip()
-    signature = headers.get("x-slack-signature", "").strip()
-    if not timestamp:
-        raise SignatureError("the X-Slack-Request-Timestamp header is missing")
-    if not signature:
-        raise SignatureError("the X-Slack-Signature header is missing")
-    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
-        raise SignatureError("X-Slack-Request-Timestamp must be a Unix time in seconds")
-    if abs(now - int(timestamp)) > SIGNATURE_WINDOW_SECONDS:
-        raise SignatureError("X-Slack-Request-Timestamp is more than 5 minutes away from now")
-    hex_part = signature[3:]
-    if not signature.startswith("v0=") or len(signature) != _SIGNATURE_LENGTH or not _is_hex(hex_part):
-        raise SignatureError("X-Slack-Signature must be v0= followed by 64 hex digits")
-    try:
-        valid = SignatureVerifier(secret, clock=_At(now)).is_valid(body, timestamp, signature)
-    except UnicodeDecodeError:
-        raise SignatureError("the body is not UTF-8, so it cannot be a signed Slack request") from None
-    if not valid:
-        raise SignatureError("X-Slack-Signature does not match the body (check SLACK_SIGNING_SECRET)")
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text.lower())
-
-
-__all__ = ["SlackChannel", "SlackClient", "api_base", "is_user_id", "verify_signature"]
+__all__ = [
+    "API_TIMEOUT",
+    "SIGNATURE_WINDOW_SECONDS",
+    "SlackChannel",
+    "SlackClient",
+    "api_base",
+    "is_user_id",
+    "verify_signature",
+]

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from channels.base import RenderContext
+from channels.base import Desk, Endpoint, Inbound, RenderContext
 from channels.teams.actions import answer_of, card_action, person
 from channels.teams.auth import SigningKeys, Verified, verify_activity
 from channels.teams.card import oversized_card, render_card, summary_of
@@ -36,12 +36,19 @@ class TeamsChannel:
     """Teams through the Bot Connector (Teams SDK ``microsoft-teams-api``) and Bot Framework JWTs."""
 
     name = "teams"
+    title = "Teams"
     posts = True
 
     def __init__(self) -> None:
         self.keys = SigningKeys()
         """The OpenID metadata and keys this process verifies activities with (filled by
         ``TeamsClient.refresh_keys``; shared by all requests, holding nothing of any one)."""
+
+    def endpoints(self) -> list[Endpoint]:
+        return []  # still mounted by the gateway until this platform's inbound half moves here
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
+        self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
 
     def missing_settings(self, settings: Settings) -> list[str]:
         password = settings.teams_app_password

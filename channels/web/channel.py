@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from channels.base import RenderContext
+from channels.base import FORM_BODY_BYTES, Desk, Endpoint, Inbound, RenderContext
 from channels.web.page import (
     ACTION_FIELD,
     FIELD_PREFIX,
@@ -51,10 +51,23 @@ class WebChannel:
     """The hosted web form; always configured, and the only I/O is the person's browser."""
 
     name = "web"
+    title = "The web form"
     posts = False
 
     def missing_settings(self, settings: Settings) -> list[str]:
         return []
+
+    def endpoints(self) -> list[Endpoint]:
+        # Imported here: the form's routes use this module's parsing.
+        from channels.web.form import show_form, submit_form
+
+        return [
+            Endpoint("/f/{token}", ("GET",), show_form, FORM_BODY_BYTES, signed=False, what="a form page"),
+            Endpoint("/f/{token}", ("POST",), submit_form, FORM_BODY_BYTES, signed=False, what="a form post"),
+        ]
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
+        self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
 
     def render(self, hf: HumanFunction, ctx: RenderContext) -> str:
         return render_page(hf, ctx, nonce=secrets.token_urlsafe(16))

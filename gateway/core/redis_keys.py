@@ -144,7 +144,7 @@ def seen_callback(channel: str, digest: str) -> str:
 def discord_draft(hf_id: str, user_id: str) -> str:
     """String: JSON of what one Discord user has typed so far in a Human Function's form (earlier
     steps of a long form, or an answer refused as invalid, shown again to fix).
-    TTL: until the function's deadline (``gateway.inbound.discord.drafts``)."""
+    TTL: until the function's deadline (``gateway.drafts``)."""
     return f"{PREFIX}:discord:draft:{{{hf_id}}}:{user_id}"
 
 

@@ -24,7 +24,7 @@ import anyio
 from redis.asyncio import Redis
 
 from channels.display import AGENT_VIA
-from channels.web.inbox import item_of
+from channels.pages import item_of
 from gateway.core import redis_keys as keys
 from gateway.core.events import newest_event_id
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable, text

@@ -28,16 +28,28 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from channels.display import sentence_case
-from channels.web.channel import parse_form, posted_fields, posted_reason, verify_same_origin
-from channels.web.inbox import INBOX_VIA, answered_by, item_of, render_inbox, render_sign_in
-from channels.web.page import render_notice_page, render_unavailable_page
-from gateway.errors import RETRY_AFTER_SECONDS
-from gateway.inbound.web import MAX_FORM_FIELDS
+from channels.pages import (
+    INBOX_VIA,
+    MAX_FORM_FIELDS,
+    answered_by,
+    item_of,
+    new_nonce,
+    page_headers,
+    page_response,
+    parse_form,
+    posted_fields,
+    posted_reason,
+    render_inbox,
+    render_notice_page,
+    render_sign_in,
+    render_unavailable_page,
+    verify_same_origin,
+)
 from gateway.inbox.feed import LIST_LIMIT, MAX_STREAMS_PER_PROCESS, STREAMS, live_updates
 from gateway.inbox.sessions import COOKIE, COOKIE_PATH, SESSION_SECONDS, OperatorSessions, Session
 from gateway.runtime import Runtime
-from gateway.security import new_nonce, page_headers, page_response
 from schemas.errors import (
+    RETRY_AFTER_SECONDS,
     ClosedError,
     ExpiredError,
     InvalidAnswerError,

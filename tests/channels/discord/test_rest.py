@@ -177,7 +177,7 @@ async def test_update_edits_the_message_and_gives_up_quietly_on_a_deleted_one(
 async def test_late_replies_go_through_the_interaction_webhook_and_its_token_is_never_logged(
     fake: FakeDiscord, rest: DiscordRest, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from gateway.inbound.discord.deferral import send_late
+    from channels.discord.deferral import send_late
 
     token = "secret-interaction-token"
     fake.rate_limit("POST", f"/api/v10/webhooks/1/{token}", 0.2)

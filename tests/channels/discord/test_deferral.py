@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from channels.discord.deferral import DEFERRED, within_budget
 from gateway.core import redis_keys as keys
-from gateway.inbound.discord.deferral import DEFERRED, within_budget
-from gateway.inbound.discord.drafts import MIN_DRAFT_SECONDS, Drafts
+from gateway.drafts import MIN_DRAFT_SECONDS, Drafts
 from tests.channels.discord.cases import APPROVAL, hf_of
 
 REPLY = {"type": 7, "data": {"content": "done"}}

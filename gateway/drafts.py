@@ -1,9 +1,10 @@
-"""What a Discord user typed in a Human Function's form, kept between modals.
+"""What a person typed in a Human Function's form on a platform, kept between modals
+(``channels.base.Drafts``, handed to a channel through its desk).
 
 Discord cannot answer a modal with another modal, and a modal forgets its values when it closes. So
 the texts of each step of a long form, and of an answer refused as invalid, are kept here per
 (request, user) until the request's deadline: the next step adds to them, and "Fix my answer"
-reopens the modal filled with them.
+reopens the modal filled with them. (Only Discord uses them today, hence the key's name.)
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 """``POST /slack/events``: Slack's interactivity requests, verified, de-duplicated, then slack-bolt.
 
-Before bolt sees a request, this route:
+Before bolt sees a request:
 
-1. answers 404 naming the missing settings when Slack is not configured;
-2. verifies Slack's v0 signature (``SlackChannel.verify``): a missing, malformed, stale or wrong
-   one is a 401 with a short plain body, never a 500 (bolt's own check is then off: once is enough);
-3. refuses a body that is neither a form-encoded ``payload`` nor a JSON event (400);
-4. acknowledges, without applying, Slack's retries (``X-Slack-Retry-Num``) and replays of a
-   signature already seen (``gateway.core.replay``).
+1. the gateway's webhook opening answers 404 naming the missing settings when Slack is not
+   configured, and verifies Slack's v0 signature (``SlackChannel.verify``): a missing, malformed,
+   stale or wrong one is a 401 with a short plain body, never a 500 (bolt's own check is then off:
+   once is enough);
+2. this route refuses a body that is neither a form-encoded ``payload`` nor a JSON event (400);
+3. and acknowledges, without applying, Slack's retries (``X-Slack-Retry-Num``) and replays of a
+   signature already seen (``Desk.first_delivery``).
 
-Bolt then acks within Slack's 3 s and runs the listeners of ``gateway.inbound.slack.interactions``.
+Bolt then acks within Slack's 3 s and runs the listeners of ``channels.slack.interactions``.
 """
 
 from __future__ import annotations
@@ -19,63 +20,47 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import PlainTextResponse, Response
 from slack_bolt.adapter.starlette.async_handler import to_async_bolt_request, to_starlette_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.web.async_client import AsyncWebClient
+from starlette.requests import Request
+from starlette.responses import Response
 
-from channels.registry import CHANNELS
+from channels.base import Desk, Inbound
 from channels.slack.actions import hf_id_of
 from channels.slack.blocks import ACTION_PREFIX
-from channels.slack.channel import API_TIMEOUT, SIGNATURE_WINDOW_SECONDS, api_base
-from gateway.core.replay import first_delivery
-from gateway.inbound.slack.interactions import handle_click, handle_submission
-from gateway.runtime import Runtime
-from schemas.errors import InvalidJsonError, SignatureError
+from channels.slack.client import API_TIMEOUT, api_base
+from channels.slack.interactions import handle_click, handle_submission
+from channels.slack.signature import SIGNATURE_WINDOW_SECONDS
+from schemas.errors import InvalidJsonError, InvalidRequestError
 from schemas.json_text import NOT_UTF8, read_json
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter()
-
-RUNTIME_KEY = "humangate_runtime"
-"""Where the listeners find the ``Runtime`` in bolt's context."""
+DESK_KEY = "humangate_desk"
+"""Where the listeners find the Slack channel's ``Desk`` in bolt's context."""
 _OURS = re.compile("^" + re.escape(ACTION_PREFIX))
 
 
-@router.post("/slack/events", include_in_schema=False)
-async def slack_events(request: Request) -> Response:
-    runtime: Runtime = request.app.state.runtime
-    channel = CHANNELS["slack"]
-    missing = channel.missing_settings(runtime.settings)
-    if missing:
-        return PlainTextResponse(f"Slack is not configured on this gateway: set {', '.join(missing)}", 404)
-    body = await request.body()
-    headers = {name.lower(): value for name, value in request.headers.items()}
-    try:
-        channel.verify(headers, body, runtime.service.clock(), runtime.settings)
-    except SignatureError as exc:
-        logger.warning("refused a Slack request channel=slack: %s", exc)
-        return PlainTextResponse(f"Unauthorized: {exc}", 401)
+async def slack_events(request: Request, inbound: Inbound, desk: Desk) -> Response:
+    """A verified Slack request: de-duplicated, then handed to bolt."""
+    headers, body = inbound.headers, inbound.body
     try:
         payload = read_payload(headers.get("content-type", ""), body)
     except ValueError as exc:
-        return PlainTextResponse(f"Bad request: {exc}", 400)
+        raise InvalidRequestError(str(exc)) from None
     hf_id = hf_id_of(payload)
     if "x-slack-retry-num" in headers:
         logger.info("acknowledged a Slack retry hf=%s channel=slack; not applied again", hf_id)
         return Response(status_code=200)
-    if not await first_delivery(
-        runtime.redis, "slack", headers["x-slack-signature"], SIGNATURE_WINDOW_SECONDS
-    ):
+    if not await desk.first_delivery(headers["x-slack-signature"], SIGNATURE_WINDOW_SECONDS):
         logger.warning("acknowledged a replayed Slack request hf=%s channel=slack; not applied", hf_id)
         return Response(status_code=200)
-    bolt = _bolt(request.app, runtime.settings)
-    response = await bolt.async_dispatch(to_async_bolt_request(request, body, {RUNTIME_KEY: runtime}))
+    bolt = _bolt(desk)
+    response = await bolt.async_dispatch(to_async_bolt_request(request, body, {DESK_KEY: desk}))
     return to_starlette_response(response)
 
 
@@ -127,10 +112,10 @@ def build_bolt(settings: Settings) -> AsyncApp:
 
     async def on_click(ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()
-        await handle_click(context[RUNTIME_KEY], body)
+        await handle_click(context[DESK_KEY], body)
 
     async def on_submission(ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
-        await ack(**await handle_submission(context[RUNTIME_KEY], body))
+        await ack(**await handle_submission(context[DESK_KEY], body))
 
     app.action(_OURS)(on_click)
     app.view(_OURS)(on_submission)
@@ -146,8 +131,8 @@ class _TokenFromEnvironment(logging.Filter):
         return record.getMessage() != warning_client_prioritized_and_token_skipped()
 
 
-def _bolt(app: FastAPI, settings: Settings) -> AsyncApp:
-    bolt: AsyncApp | None = getattr(app.state, "slack_bolt", None)
+def _bolt(desk: Desk) -> AsyncApp:
+    bolt: AsyncApp | None = desk.state.get("bolt")
     if bolt is None:
-        bolt = app.state.slack_bolt = build_bolt(settings)
+        bolt = desk.state["bolt"] = build_bolt(desk.settings)
     return bolt

@@ -1,6 +1,6 @@
 """What a click or a modal submission in Slack does: answer, open a modal, or say why not.
 
-Called by the slack-bolt listeners of ``gateway.inbound.slack.events`` once the request is verified and
+Called by the slack-bolt listeners of ``channels.slack.inbound`` once the request is verified and
 new. A click is acknowledged first and handled after (Slack wants the ack within 3 s; a modal needs
 its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing done). A submission is
 handled before its ack, because the ack carries the field errors or the closing of the modal.
@@ -15,14 +15,14 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, parse_interaction, person, user_id_of
 from channels.slack.api import RESPONSE_EXCEPTIONS
 from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
-from channels.slack.channel import API_TIMEOUT, SlackClient
+from channels.slack.client import API_TIMEOUT, SlackClient
 from channels.slack.modal import block_errors, form_view, notice_view, reason_view
 from channels.slack.text import escape
-from gateway.runtime import Runtime
 from schemas.errors import ClosedError, ExpiredError, InvalidAnswerError, UnknownRequestError
 from schemas.models import Action, HumanFunction
 
@@ -42,57 +42,57 @@ GONE = (
 _OPENS = {RESPOND: None, DECLINE: Action.DECLINE, CANCEL: Action.CANCEL}
 
 
-def allowed(runtime: Runtime, user_id: str) -> bool:
+def allowed(desk: Desk, user_id: str) -> bool:
     """Whether ``HUMANGATE_SLACK_ALLOWED_USERS`` (when set) lets this person answer."""
-    users = runtime.settings.slack_allowed_users
+    users = desk.settings.slack_allowed_users
     return not users or user_id in users
 
 
-async def handle_click(runtime: Runtime, payload: Mapping[str, Any]) -> None:
+async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
     """A button in a request message was clicked (already acknowledged)."""
     action_id = str(first_action(payload).get("action_id") or "")
     hf_id = hf_id_of(payload)
     response_url = payload.get("response_url")
     if action_id == OPEN_FORM or hf_id is None:
         return  # a link button: Slack opened the web form in the browser
-    if not allowed(runtime, user_id_of(payload)):
+    if not allowed(desk, user_id_of(payload)):
         logger.info("refused a click hf=%s channel=slack: user not allowed", hf_id)
         await tell(response_url, NOT_ALLOWED, hf_id)
         return
     try:
-        hf = await runtime.store.get(hf_id)
+        hf = await desk.get(hf_id)
     except UnknownRequestError:
         await tell(response_url, GONE, hf_id)
         return
-    await remember_message(runtime, hf, payload)
+    await remember_message(desk, hf, payload)
     if not hf.is_pending:
         await tell(response_url, ended_words(hf), hf_id)
         return
     if action_id in _OPENS:
-        await _open_modal(runtime, hf, payload, _OPENS[action_id])
+        await _open_modal(desk, hf, payload, _OPENS[action_id])
         return
     try:
-        answer = parse_interaction(hf, payload, await display_name(runtime, payload))
-        await runtime.service.answer(hf, answer)
+        answer = parse_interaction(hf, payload, await display_name(desk, payload))
+        await desk.answer(hf, answer)
     except ClosedError as exc:
         await tell(response_url, f"{sentence_case(str(exc))}; your click changed nothing.", hf_id)
     except InvalidAnswerError as exc:
         await tell(response_url, f"Your answer was not recorded: {exc}", hf_id)
 
 
-async def handle_submission(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
+async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
     """A modal was submitted: the arguments of its ack (``{}`` closes the modal)."""
     view = payload.get("view") or {}
     hf_id = hf_id_of(payload)
     if hf_id is None:
         return {}
-    if not allowed(runtime, user_id_of(payload)):
+    if not allowed(desk, user_id_of(payload)):
         logger.info("refused a submission hf=%s channel=slack: user not allowed", hf_id)
         return _notice("Not allowed", NOT_ALLOWED)
     try:
-        hf = await runtime.store.get(hf_id)
-        answer = parse_interaction(hf, payload, await display_name(runtime, payload))
-        await runtime.service.answer(hf, answer)
+        hf = await desk.get(hf_id)
+        answer = parse_interaction(hf, payload, await display_name(desk, payload))
+        await desk.answer(hf, answer)
     except UnknownRequestError:
         return _notice("Request ended", GONE)
     except InvalidAnswerError as exc:
@@ -104,7 +104,7 @@ async def handle_submission(runtime: Runtime, payload: Mapping[str, Any]) -> dic
     return {}
 
 
-async def remember_message(runtime: Runtime, hf: HumanFunction, payload: Mapping[str, Any]) -> None:
+async def remember_message(desk: Desk, hf: HumanFunction, payload: Mapping[str, Any]) -> None:
     """Record where the request's message is, from a click on it, if its delivery never could (a
     worker that stopped between posting and recording): the outcome can then be shown there."""
     if hf.refs:
@@ -112,7 +112,7 @@ async def remember_message(runtime: Runtime, hf: HumanFunction, payload: Mapping
     container = payload.get("container") or {}
     channel, ts = container.get("channel_id"), container.get("message_ts")
     if container.get("type") == "message" and channel and ts:
-        if await runtime.store.set_refs_if_missing(hf.id, {"channel": str(channel), "ts": str(ts)}):
+        if await desk.remember_post(hf.id, {"channel": str(channel), "ts": str(ts)}):
             logger.info("recorded the message of hf=%s channel=slack from a click", hf.id)
 
 
@@ -122,12 +122,12 @@ def ended_words(hf: HumanFunction) -> str:
     return f"This request has already ended: {summary.sentence() if summary else hf.status.value}."
 
 
-async def display_name(runtime: Runtime, payload: Mapping[str, Any]) -> str:
+async def display_name(desk: Desk, payload: Mapping[str, Any]) -> str:
     """``Ada Lovelace (U123)``: the person's real name from ``users.info``, else their handle."""
     user_id = user_id_of(payload)
     name: str | None = None
     if user_id:
-        client: SlackClient = await runtime.channel_client("slack")
+        client: SlackClient = await desk.client()
         try:
             info = await asyncio.wait_for(client.api.users_info(user=user_id), NAME_LOOKUP_TIMEOUT)
             user = info.get("user") or {}
@@ -152,11 +152,11 @@ async def tell(response_url: Any, text: str, hf_id: str) -> None:
 
 
 async def _open_modal(
-    runtime: Runtime, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
+    desk: Desk, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
 ) -> None:
-    await runtime.service.started(hf)  # opening a modal counts as starting to answer
+    await desk.started(hf)  # opening a modal counts as starting to answer
     view = form_view(hf) if action is None else reason_view(hf, action)
-    client: SlackClient = await runtime.channel_client("slack")
+    client: SlackClient = await desk.client()
     try:
         await client.api.views_open(trigger_id=str(payload.get("trigger_id") or ""), view=view)
     except RESPONSE_EXCEPTIONS as exc:

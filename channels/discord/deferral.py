@@ -1,22 +1,21 @@
 """Answering a Discord interaction within its 3 seconds, however long recording the answer takes.
 
 Discord drops an interaction not answered within 3 seconds. ``within_budget`` gives the work
-``ACK_BUDGET`` seconds; if it is done, its reply goes back in the HTTP response. If not, the
-interaction is acknowledged with a deferred update (the person sees nothing change yet), the work goes
-on in the background, and its reply is sent afterwards through the interaction's webhook: an edit of
-the message for an update, a follow-up for an ephemeral note (``send_late``).
+``ACK_BUDGET`` seconds (``channels.budget``); if it is done, its reply goes back in the HTTP
+response. If not, the interaction is acknowledged with a deferred update (the person sees nothing
+change yet), the work goes on in the background, and its reply is sent afterwards through the
+interaction's webhook: an edit of the message for an update, a follow-up for an ephemeral note
+(``send_late``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from channels.budget import Reply
+from channels.budget import within_budget as budget_
 from channels.discord.rest import DiscordRest
-
-logger = logging.getLogger(__name__)
 
 ACK_BUDGET = 2.0
 """Seconds the work of an interaction may take before it is deferred (Discord allows 3)."""
@@ -29,10 +28,6 @@ UPDATE_MESSAGE = 7
 DEFERRED: dict[str, Any] = {"type": DEFERRED_UPDATE_MESSAGE}
 """The acknowledgement of work that is still running."""
 
-Reply = dict[str, Any]
-_running: set[asyncio.Task[None]] = set()
-"""Background completions, referenced so that they are not garbage-collected while they run."""
-
 
 async def within_budget(
     work: Coroutine[Any, Any, Reply],
@@ -43,22 +38,7 @@ async def within_budget(
 ) -> Reply:
     """``work``'s reply if it comes within ``budget`` seconds; else ``DEFERRED``, and ``late(reply)``
     once the work is done."""
-    task = asyncio.ensure_future(work)
-    done, _ = await asyncio.wait({task}, timeout=budget)
-    if task in done:
-        return task.result()
-    logger.warning("interaction deferred %s channel=discord: answering took over %.1f s", label, budget)
-
-    async def finish() -> None:
-        try:
-            await late(await task)
-        except Exception:
-            logger.exception("late reply failed %s channel=discord", label)
-
-    background = asyncio.create_task(finish(), name="humangate-discord-late-reply")
-    _running.add(background)
-    background.add_done_callback(_running.discard)
-    return DEFERRED
+    return await budget_(work, budget=budget, fallback=DEFERRED, late=late, channel="discord", label=label)
 
 
 async def send_late(rest: DiscordRest, application_id: str, token: str, reply: Reply) -> None:

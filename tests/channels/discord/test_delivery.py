@@ -6,11 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.channels.discord.flows import APPROVAL, ask, outcome_of
 from tests.conftest import StartGateway, run_cli
 from tests.fakes.discord import CATEGORY_ID, CHANNEL_ID, HIDDEN_CHANNEL_ID, FakeDiscord
 from tests.fakes.discord_interactions import buttons, click, send
 from tests.gateway.flows import post_form, start_call
-from tests.gateway.inbound.discord.flows import APPROVAL, ask, outcome_of
 from tests.mcp_client import text_of
 
 

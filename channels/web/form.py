@@ -26,23 +26,22 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from channels.base import RenderContext
+from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
-    WebChannel,
+    parse_form,
     posted_fields,
     posted_reason,
     render_page,
     render_unavailable_page,
     render_unknown_page,
+    verify_same_origin,
 )
+from channels.web.headers import new_nonce, page_headers, page_response
 from channels.web.page import render_expired_page, render_notice_page, render_refused_link_page
-from gateway.core.links import form_url, parse_form_token
-from gateway.runtime import Runtime
-from gateway.security import new_nonce, page_headers, page_response
 from schemas.errors import (
     ClosedError,
     ExpiredError,
@@ -55,8 +54,6 @@ from schemas.models import HumanFunction, Status
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter()
-
 MAX_FORM_FIELDS = 200
 """Most fields one form post may carry (32 properties x a multi-select's options fit)."""
 
@@ -68,35 +65,30 @@ NOT_SAVED_NOTICE = (
 )
 
 
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
-
-
 def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
     logger.warning("form page unavailable channel=web: %s", exc)
     return page_response(render_unavailable_page(nonce, answering=answering), nonce, 503)
 
 
-def _context(runtime: Runtime, hf: HumanFunction) -> RenderContext:
-    return RenderContext(form_url=form_url(runtime.settings, hf), now=runtime.service.clock())
+def _context(desk: Desk, hf: HumanFunction) -> RenderContext:
+    return RenderContext(form_url=desk.form_url(hf), now=desk.now())
 
 
-def _expired(runtime: Runtime, hf: HumanFunction) -> bool:
+def _expired(desk: Desk, hf: HumanFunction) -> bool:
     """Expired, or past its deadline and not yet ended by the reaper."""
-    return hf.status is Status.EXPIRED or (hf.is_pending and runtime.service.clock() >= hf.deadline)
+    return hf.status is Status.EXPIRED or (hf.is_pending and desk.now() >= hf.deadline)
 
 
 async def _open(
-    runtime: Runtime, token: str, nonce: str, *, answering: bool = False
+    desk: Desk, token: str, nonce: str, *, answering: bool = False
 ) -> HumanFunction | HTMLResponse:
     """The Human Function the link opens, or the page that says why it opens none (404 / 403 /
     410, or 503 while the store cannot be reached)."""
-    link = parse_form_token(token)
+    link = desk.read_form_link(token)
     if link is None:
         return page_response(render_unknown_page(nonce), nonce, 404)
     try:
-        hf = await runtime.store.get(link.hf_id)
+        hf = await desk.get(link.hf_id)
     except UnknownRequestError:
         return page_response(render_unknown_page(nonce), nonce, 404)
     except StoreUnavailableError as exc:
@@ -104,31 +96,29 @@ async def _open(
     if not link.opens(hf):
         logger.warning("refused a form link with a wrong secret hf=%s channel=web", hf.id)
         return page_response(render_refused_link_page(nonce), nonce, 403)
-    if _expired(runtime, hf):
+    if _expired(desk, hf):
         return page_response(render_expired_page(hf, nonce), nonce, 410)
     return hf
 
 
-@router.get("/f/{token}", include_in_schema=False)
-async def show_form(request: Request, token: str) -> Response:
-    runtime = _runtime(request)
+async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
+    """``GET /f/{token}``: the form, or the request's outcome, or why the link opens nothing."""
+    token = str(request.path_params["token"])
     nonce = new_nonce()
-    hf = await _open(runtime, token, nonce)
+    hf = await _open(desk, token, nonce)
     if isinstance(hf, Response):
         return hf
-    hf = await runtime.service.started(hf)  # opening the form counts as starting to answer
+    hf = await desk.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
-    return page_response(render_page(hf, _context(runtime, hf), nonce=nonce, notice=notice), nonce)
+    return page_response(render_page(hf, _context(desk, hf), nonce=nonce, notice=notice), nonce)
 
 
-@router.post("/f/{token}", include_in_schema=False)
-async def submit_form(request: Request, token: str) -> Response:
-    runtime = _runtime(request)
+async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
+    """``POST /f/{token}``: record the answer (303 to the outcome), or show why not."""
+    token = str(request.path_params["token"])
     nonce = new_nonce()
-    channel = WebChannel()
-    headers = {name.lower(): value for name, value in request.headers.items()}
     try:
-        channel.verify(headers, b"", runtime.service.clock(), runtime.settings)
+        verify_same_origin(inbound.headers)
     except SignatureError as exc:
         logger.warning("refused cross-site form post channel=web: %s", exc)
         html = render_notice_page(
@@ -137,15 +127,15 @@ async def submit_form(request: Request, token: str) -> Response:
             "It was sent from another site. Open the form from its link and answer there.",
         )
         return page_response(html, nonce, 403)
-    hf = await _open(runtime, token, nonce, answering=True)
+    hf = await _open(desk, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
-    ctx = _context(runtime, hf)
+    ctx = _context(desk, hf)
     try:
-        answer = channel.parse(hf, values)
-        await runtime.service.answer(hf, answer)
+        answer = parse_form(hf, values)
+        await desk.answer(hf, answer)
     except InvalidAnswerError as exc:
         html = render_page(
             hf,
@@ -171,11 +161,11 @@ async def submit_form(request: Request, token: str) -> Response:
         return page_response(render_expired_page(hf, nonce), nonce, 410)
     except ClosedError as exc:
         try:
-            hf = await runtime.store.get(hf.id)
+            hf = await desk.get(hf.id)
         except StoreUnavailableError as unavailable:
             return _unavailable(nonce, unavailable, answering=True)
         return page_response(
-            render_page(hf, _context(runtime, hf), nonce=nonce, notice=sentence_case(str(exc))),
+            render_page(hf, _context(desk, hf), nonce=nonce, notice=sentence_case(str(exc))),
             nonce,
             409,
         )

@@ -10,11 +10,11 @@ import time
 import httpx
 from nacl.signing import SigningKey
 
+from tests.channels.discord.flows import APPROVAL, ask, outcome_of
 from tests.conftest import StartGateway
 from tests.fakes.discord import ADA, BO, CHANNEL_ID, CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.discord_interactions import buttons, click, interaction, send, sign, submit
 from tests.gateway.flows import start_call
-from tests.gateway.inbound.discord.flows import APPROVAL, ask, outcome_of
 from tests.mcp_client import text_of
 
 PROFILE = {

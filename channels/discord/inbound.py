@@ -1,10 +1,10 @@
 """``POST /discord/interactions``: Discord's interactions endpoint (PING, button and select clicks,
 modal submits), so no gateway websocket is needed and any gateway process can answer.
 
-Every request is verified first (Ed25519 over timestamp + body, fresh within
-``SIGNATURE_MAX_AGE``; else 401) and applied once (``gateway.core.replay``). A click that answers goes
-through ``HumanFunctionService.answer`` like every channel's answer and gets the ended message back
-(``UPDATE_MESSAGE``); one that asks for input gets a modal; errors, refusals and late clicks get an
+Every request is verified first, by the gateway's webhook opening (Ed25519 over timestamp + body,
+fresh within ``SIGNATURE_MAX_AGE``; else 401), and applied once (``Desk.first_delivery``). A click
+that answers goes through ``Desk.answer`` like every channel's answer and gets the ended message
+back (``UPDATE_MESSAGE``); one that asks for input gets a modal; errors, refusals and late clicks get an
 ephemeral note only the clicker sees. Nothing is recorded for a user outside
 ``HUMANGATE_DISCORD_ALLOWED_USERS`` / ``_ALLOWED_ROLES`` (when set).
 """
@@ -15,10 +15,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
-from channels.base import RenderContext
+from channels.base import Desk, Inbound, RenderContext
+from channels.budget import Reply
 from channels.discord.channel import (
     SIGNATURE_MAX_AGE,
     answered_by,
@@ -28,21 +29,16 @@ from channels.discord.channel import (
     person,
 )
 from channels.discord.components import Act, CustomId, again_button, link_button, note, parse_custom_id
+from channels.discord.deferral import UPDATE_MESSAGE, send_late, within_budget
 from channels.discord.embed import render_message
 from channels.discord.modal import form_modal, form_steps, reason_modal, step_of, submitted_values
 from channels.discord.text import escape
 from channels.display import field_label, outcome_summary
-from channels.registry import CHANNELS
-from gateway.core.links import form_url
-from gateway.core.replay import first_delivery
-from gateway.inbound.discord.deferral import UPDATE_MESSAGE, Reply, send_late, within_budget
-from gateway.inbound.discord.drafts import Drafts
-from gateway.runtime import Runtime
 from schemas.errors import (
     ClosedError,
     InvalidAnswerError,
     InvalidJsonError,
-    SignatureError,
+    InvalidRequestError,
     UnknownRequestError,
 )
 from schemas.json_text import read_json
@@ -50,48 +46,31 @@ from schemas.models import HumanFunction
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter()
-
-CHANNEL = CHANNELS["discord"]
 PING, COMPONENT, MODAL_SUBMIT = 1, 3, 5
 """Discord interaction types handled here."""
 PONG, MODAL = 1, 9
-"""Discord interaction response types (the others are in ``gateway.inbound.discord.deferral``)."""
+"""Discord interaction response types (the others are in ``channels.discord.deferral``)."""
 EPHEMERAL = 64
 """Message flag of a message only its recipient sees."""
 
 NOT_ALLOWED = "You are not allowed to answer this request. Ask whoever runs humangate to add you."
 
 
-@router.post("/discord/interactions", include_in_schema=False)
-async def interactions(request: Request) -> Response:
-    runtime: Runtime = request.app.state.runtime
-    settings = runtime.settings
-    missing = CHANNEL.missing_settings(settings)
-    if missing:
-        detail = f"Discord is not configured: set {', '.join(missing)}"
-        return JSONResponse({"error": "NotConfiguredError", "detail": detail}, status_code=404)
-    body = await request.body()
-    headers = {name.lower(): value for name, value in request.headers.items()}
+async def interactions(request: Request, inbound: Inbound, desk: Desk) -> Response:
+    """A verified interaction: PONG to a PING, else applied once and answered."""
     try:
-        CHANNEL.verify(headers, body, runtime.service.clock(), settings)
-    except SignatureError as exc:
-        logger.warning("refused an interaction channel=discord: %s", exc)
-        return JSONResponse({"error": "SignatureError", "detail": str(exc)}, status_code=401)
-    try:
-        interaction = _interaction(body)
-    except InvalidJsonError as exc:
-        return JSONResponse({"error": "InvalidRequestError", "detail": str(exc)}, status_code=400)
+        interaction = _interaction(inbound.body)
+    except InvalidJsonError as exc:  # refused as any malformed request, naming the rule
+        raise InvalidRequestError(str(exc)) from None
     if interaction is None:
-        detail = "the body must be a JSON interaction object with a numeric type"
-        return JSONResponse({"error": "InvalidRequestError", "detail": detail}, status_code=400)
+        raise InvalidRequestError("the body must be a JSON interaction object with a numeric type")
     if interaction["type"] == PING:
         return JSONResponse({"type": PONG})
-    signature = headers["x-signature-ed25519"].lower()
-    if not await first_delivery(runtime.redis, CHANNEL.name, signature, 2 * SIGNATURE_MAX_AGE):
+    signature = inbound.headers["x-signature-ed25519"].lower()
+    if not await desk.first_delivery(signature, 2 * SIGNATURE_MAX_AGE):
         logger.info("replayed interaction not applied again channel=discord")
         return JSONResponse(note("This interaction was already handled."))
-    return JSONResponse(await _respond(runtime, interaction))
+    return JSONResponse(await _respond(desk, interaction))
 
 
 def _interaction(body: bytes) -> dict[str, Any] | None:
@@ -102,49 +81,49 @@ def _interaction(body: bytes) -> dict[str, Any] | None:
     return data
 
 
-async def _respond(runtime: Runtime, interaction: Mapping[str, Any]) -> Reply:
+async def _respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
     data = interaction.get("data") if isinstance(interaction.get("data"), Mapping) else {}
     if interaction["type"] not in (COMPONENT, MODAL_SUBMIT):
         return note("humangate only handles its own buttons, menus and forms.")
     try:
         custom_id = parse_custom_id(str((data or {}).get("custom_id", "")))
-        hf = await runtime.store.get(custom_id.hf_id)
+        hf = await desk.get(custom_id.hf_id)
     except (ValueError, UnknownRequestError):
         return note("This request no longer exists (or this is not one of humangate's buttons).")
     user_id = person(interaction)[0]
     logger.info("interaction hf=%s channel=discord act=%s user=%s", hf.id, custom_id.act.value, user_id)
-    if not is_allowed(interaction, runtime.settings):
+    if not is_allowed(interaction, desk.settings):
         logger.info("refused a user not allowed hf=%s channel=discord user=%s", hf.id, user_id)
         return note(NOT_ALLOWED)
-    await remember_message(runtime, hf, interaction)
+    await remember_message(desk, hf, interaction)
     if not hf.is_pending:
         return _ended(hf)
     if custom_id.act in (Act.RESPOND, Act.DECLINE):
-        await runtime.service.started(hf)  # opening a modal counts as starting to answer
+        await desk.started(hf)  # opening a modal counts as starting to answer
     if custom_id.act is Act.RESPOND:
-        values = await Drafts(runtime.redis).load(hf.id, user_id)
+        values = await desk.drafts.load(hf.id, user_id)
         return {"type": MODAL, "data": form_modal(hf, custom_id.arg or 0, values)}
     if custom_id.act is Act.DECLINE:
         return {"type": MODAL, "data": reason_modal(hf)}
     if custom_id.act is Act.WEB:
-        link = link_button("Open the web form", form_url(runtime.settings, hf))
+        link = link_button("Open the web form", desk.form_url(hf))
         return note("This request is answered in the web form; the link is shown only to you.", [link])
 
     async def late(reply: Reply) -> None:
-        rest = await runtime.channel_client(CHANNEL.name)
-        app_id = runtime.settings.discord_application_id or ""
+        rest = await desk.client()
+        app_id = desk.settings.discord_application_id or ""
         await send_late(rest, app_id, str(interaction.get("token", "")), reply)
 
-    work = _answer(runtime, hf, interaction, custom_id)
+    work = _answer(desk, hf, interaction, custom_id)
     return await within_budget(work, late, label=f"hf={hf.id}")
 
 
 async def _answer(
-    runtime: Runtime, hf: HumanFunction, interaction: Mapping[str, Any], custom_id: CustomId
+    desk: Desk, hf: HumanFunction, interaction: Mapping[str, Any], custom_id: CustomId
 ) -> Reply:
     """Record the answer a click or submit gives; the reply says how it went."""
     user_id = person(interaction)[0]
-    drafts = Drafts(runtime.redis)
+    drafts = desk.drafts
     values: dict[str, list[str]] | None = None
     try:
         if custom_id.act is Act.FORM:
@@ -160,14 +139,14 @@ async def _answer(
             answer = form_answer(hf, values, answered_by(interaction))
         else:
             answer = parse_interaction(hf, interaction)
-        ended = await runtime.service.answer(hf, answer)
+        ended = await desk.answer(hf, answer)
     except InvalidAnswerError as exc:
         if values is not None:
             await drafts.save(hf, user_id, values)
         logger.info("invalid answer hf=%s channel=discord fields=%s", hf.id, ",".join(exc.errors))
         return _invalid(hf, exc, with_retry=custom_id.act is Act.FORM)
     except ClosedError:
-        return _ended(await runtime.store.get(hf.id))
+        return _ended(await desk.get(hf.id))
     except UnknownRequestError:
         return note("This request no longer exists.")
     if values is not None:
@@ -178,11 +157,11 @@ async def _answer(
         summary = outcome_summary(ended)
         text = f"Your answer was recorded: {escape(summary.sentence())}." if summary else "Recorded."
         return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "embeds": []}}
-    ctx = RenderContext(form_url=form_url(runtime.settings, ended), now=runtime.service.clock())
+    ctx = RenderContext(form_url=desk.form_url(ended), now=desk.now())
     return {"type": UPDATE_MESSAGE, "data": render_message(ended, ctx)}
 
 
-async def remember_message(runtime: Runtime, hf: HumanFunction, interaction: Mapping[str, Any]) -> None:
+async def remember_message(desk: Desk, hf: HumanFunction, interaction: Mapping[str, Any]) -> None:
     """Record where the request's message is, from an interaction on it, if its delivery never
     could (a worker that stopped between posting and recording)."""
     message = interaction.get("message")
@@ -191,7 +170,7 @@ async def remember_message(runtime: Runtime, hf: HumanFunction, interaction: Map
     channel_id = message.get("channel_id") or interaction.get("channel_id")
     if channel_id and message.get("id"):
         refs = {"channel_id": str(channel_id), "message_id": str(message["id"])}
-        if await runtime.store.set_refs_if_missing(hf.id, refs):
+        if await desk.remember_post(hf.id, refs):
             logger.info("recorded the message of hf=%s channel=discord from an interaction", hf.id)
 
 

@@ -6,7 +6,7 @@ import secrets
 
 from starlette.responses import HTMLResponse
 
-from gateway.errors import RETRY_AFTER_SECONDS
+from schemas.errors import RETRY_AFTER_SECONDS
 
 
 def new_nonce() -> str:

@@ -1,0 +1,62 @@
+"""The gateway's side of a channel's inbound handlers: ``channels.base.Desk`` over this process's runtime.
+
+A handler in ``channels/<platform>`` asks its desk for a Human Function, to answer it, for its form
+link or the clock, and never imports the gateway; one desk per channel per app is built on first use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.base import FormLink
+from gateway.drafts import Drafts
+from gateway.core.links import form_url, parse_form_token
+from gateway.core.replay import first_delivery
+from gateway.runtime import Runtime
+from schemas.models import Answer, HumanFunction
+from schemas.settings import Settings
+
+
+@dataclass
+class RuntimeDesk:
+    """``Desk`` for channel ``channel``, over ``runtime``."""
+
+    runtime: Runtime
+    channel: str
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def drafts(self) -> Drafts:
+        return Drafts(self.runtime.redis)
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    def now(self) -> float:
+        return self.runtime.service.clock()
+
+    async def get(self, hf_id: str) -> HumanFunction:
+        return await self.runtime.store.get(hf_id)
+
+    async def started(self, hf: HumanFunction) -> HumanFunction:
+        return await self.runtime.service.started(hf)
+
+    async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
+        return await self.runtime.service.answer(hf, answer)
+
+    def form_url(self, hf: HumanFunction) -> str:
+        return form_url(self.runtime.settings, hf)
+
+    def read_form_link(self, token: str) -> FormLink | None:
+        return parse_form_token(token)
+
+    async def client(self) -> Any:
+        return await self.runtime.channel_client(self.channel)
+
+    async def first_delivery(self, signature: str | bytes, window_seconds: int) -> bool:
+        return await first_delivery(self.runtime.redis, self.channel, signature, window_seconds)
+
+    async def remember_post(self, hf_id: str, refs: dict[str, str]) -> bool:
+        return await self.runtime.store.set_refs_if_missing(hf_id, refs)

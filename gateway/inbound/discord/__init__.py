@@ -1,1 +1,0 @@
-"""Discord's inbound side: ``/discord/interactions``, deferred replies and per-user drafts."""

@@ -1,1 +1,0 @@
-"""Slack's inbound side: ``/slack/events`` (verified, then slack-bolt) and its interaction handlers."""
