@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.base import FormLink
-from gateway.drafts import Drafts
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
+from gateway.drafts import Drafts
 from gateway.runtime import Runtime
 from schemas.models import Answer, HumanFunction
 from schemas.settings import Settings
