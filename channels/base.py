@@ -119,6 +119,11 @@ class Desk(Protocol):
         ``ClosedError`` (someone answered first, or it expired) or ``StoreUnavailableError``."""
         ...
 
+    async def check_answer(self, schema: Mapping[str, Any], content: object) -> dict[str, Any]:
+        """``content`` checked against ``schema`` as an answer (``schemas.answers.validate_answer``),
+        off the event loop since it matches the agent's patterns; raises ``InvalidAnswerError``."""
+        ...
+
     def form_url(self, hf: HumanFunction) -> str:
         """The absolute URL of ``hf``'s hosted web form (a capability: never log it)."""
         ...

@@ -20,7 +20,6 @@ from gateway.core.events import Events
 from gateway.core.service import Clock
 from gateway.errors import install_error_handlers
 from gateway.hosts import HostCheck
-from gateway.inbound.teams import messages as teams_messages
 from gateway.inbox import routes as inbox
 from gateway.limits import BodySizeLimit, current_limits
 from gateway.logs import configure_logging
@@ -110,7 +109,6 @@ def create_app(
     )
     app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
-    app.include_router(teams_messages.router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.include_router(docs.router)

@@ -6,12 +6,14 @@ link or the clock, and never imports the gateway; one desk per channel per app i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from channels.base import FormLink
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
+from gateway.core.validation import validate_answer_off_loop
 from gateway.drafts import Drafts
 from gateway.runtime import Runtime
 from schemas.models import Answer, HumanFunction
@@ -45,6 +47,9 @@ class RuntimeDesk:
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
         return await self.runtime.service.answer(hf, answer)
+
+    async def check_answer(self, schema: Mapping[str, Any], content: object) -> dict[str, Any]:
+        return await validate_answer_off_loop(schema, content)
 
     def form_url(self, hf: HumanFunction) -> str:
         return form_url(self.runtime.settings, hf)

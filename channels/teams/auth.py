@@ -130,7 +130,10 @@ def read_activity(body: bytes) -> dict[str, Any]:
     try:
         activity = read_json(body)
     except InvalidJsonError as exc:
-        raise SignatureError(f"the body {exc.rule}, so it is not a Bot Framework activity") from None
+        # "not JSON" first, as before the bounded reader, then the rule it broke.
+        raise SignatureError(
+            f"the body is not JSON ({exc.rule}), so it is not a Bot Framework activity"
+        ) from None
     if not isinstance(activity, dict):
         raise SignatureError("the body is not a JSON object, so it is not a Bot Framework activity")
     return activity

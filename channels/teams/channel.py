@@ -2,7 +2,7 @@
 
 The request is posted proactively to ``HUMANGATE_TEAMS_CONVERSATION`` with the bot's own token
 (``channels.teams.connector``); clicks come back to ``/teams/messages`` as Bot Framework activities
-(``gateway.inbound.teams``), whose JWT ``verify`` checks against the keys of the OpenID metadata
+(``channels.teams.inbound``), whose JWT ``verify`` checks against the keys of the OpenID metadata
 (``channels.teams.auth``). Rendering (``channels.teams.card``) and parsing
 (``channels.teams.actions``) are pure.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from channels.base import Desk, Endpoint, Inbound, RenderContext
 from channels.teams.actions import answer_of, card_action, person
-from channels.teams.auth import SigningKeys, Verified, verify_activity
+from channels.teams.auth import SigningKeys, Verified, bearer_token, key_id, verify_activity
 from channels.teams.card import oversized_card, render_card, summary_of
 from channels.teams.connector import TeamsClient, TooLargeError
 from schemas.errors import DeliveryError, InvalidAnswerError, SignatureError
@@ -45,10 +45,20 @@ class TeamsChannel:
         ``TeamsClient.refresh_keys``; shared by all requests, holding nothing of any one)."""
 
     def endpoints(self) -> list[Endpoint]:
-        return []  # still mounted by the gateway until this platform's inbound half moves here
+        # Imported here: the endpoint's handler uses this module's parsing.
+        from channels.teams.inbound import messages
 
-    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:
-        self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
+        return [Endpoint("/teams/messages", ("POST",), messages, what="an activity")]
+
+    async def verify_inbound(self, inbound: Inbound, desk: Desk) -> Verified:
+        """The verified activity; fetches the OpenID keys first when they are missing, old or lack
+        the token's ``kid`` (at most once per unknown ``kid``)."""
+        kid = key_id(bearer_token(inbound.headers))
+        now = desk.now()
+        if self.keys.should_fetch(kid, now):
+            client: TeamsClient = await desk.client()
+            await client.refresh_keys(self.keys, kid, now)
+        return self.authenticate(inbound.headers, inbound.body, now, desk.settings)
 
     def missing_settings(self, settings: Settings) -> list[str]:
         password = settings.teams_app_password
@@ -102,7 +112,7 @@ class TeamsChannel:
 
     async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
         # A bot cannot read a conversation's history; the first click on such a card adopts it
-        # (``gateway.inbound.teams``), which then shows the outcome.
+        # (``channels.teams.inbound``), which then shows the outcome.
         return None
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:

@@ -11,8 +11,8 @@ from channels.teams.channel import TeamsChannel
 from channels.teams.inputs import typed_values
 from schemas.errors import InvalidAnswerError
 from schemas.models import Action
+from tests.channels.teams.flows import APPROVAL
 from tests.channels.teams.test_card import hf_of
-from tests.gateway.inbound.teams.flows import APPROVAL
 
 SCHEMA = {
     "type": "object",

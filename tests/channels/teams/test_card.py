@@ -19,9 +19,9 @@ from channels.teams.card import (
 )
 from channels.teams.inputs import card_regex
 from schemas.models import Action, HumanFunction, Outcome, Status
+from tests.channels.teams.flows import APPROVAL, outcome_of, texts
 from tests.fakes.teams_activities import actions, inputs
 from tests.fakes.teams_cards import card_problems
-from tests.gateway.inbound.teams.flows import APPROVAL, outcome_of, texts
 
 NOW = 1_790_000_000.0
 CTX = RenderContext(form_url="https://hg.example/f/abc.secret", now=NOW)

@@ -16,9 +16,9 @@ from channels.teams.channel import TeamsChannel
 from channels.teams.connector import MAX_RETRY_WAIT, TeamsClient, TooLargeError, failure, retry_wait
 from schemas.errors import DeliveryError, SignatureError
 from schemas.settings import Settings
+from tests.channels.teams.flows import APPROVAL
 from tests.channels.teams.test_card import hf_of
 from tests.fakes.teams import CONVERSATION, KID, FakeTeams, card_of
-from tests.gateway.inbound.teams.flows import APPROVAL
 
 CTX = RenderContext(form_url="https://hg.example/f/x.y", now=0.0)
 

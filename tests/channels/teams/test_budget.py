@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.inbound.teams.messages import STILL_WORKING, card_reply, message_reply, within_budget
+from channels.teams.inbound import STILL_WORKING, card_reply, message_reply, within_budget
 
 
 async def test_work_within_the_budget_is_the_reply() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 
+from tests.channels.teams.flows import APPROVAL, ask, outcome_of, reply_card, texts
 from tests.conftest import StartGateway
 from tests.fakes.teams import ADA, BO, BOT_TOKEN, PASSWORD, FakeTeams, card_of
 from tests.fakes.teams_activities import actions, card_of_posted, inputs, invoke, send, submit
 from tests.gateway.flows import post_form
-from tests.gateway.inbound.teams.flows import APPROVAL, ask, outcome_of, reply_card, texts
 from tests.mcp_client import call_elicit, text_of
 
 

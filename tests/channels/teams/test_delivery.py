@@ -6,11 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.channels.teams.flows import APPROVAL, ask, outcome_of, reply_card, texts
 from tests.conftest import StartGateway, run_cli
 from tests.fakes.teams import BOT_TOKEN, CONVERSATION, PASSWORD, FakeTeams
 from tests.fakes.teams_activities import actions, card_of_posted, invoke, send
 from tests.gateway.flows import start_call
-from tests.gateway.inbound.teams.flows import APPROVAL, ask, outcome_of, reply_card, texts
 from tests.mcp_client import text_of
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from gateway.core.embedded import free_port
+from tests.channels.teams.flows import APPROVAL, ask
 from tests.conftest import StartGateway
 from tests.fakes.teams import ADA, APP_ID, KID, OTHER_KEY, FakeTeams
 from tests.fakes.teams_activities import base, invoke, send
-from tests.gateway.inbound.teams.flows import APPROVAL, ask
 
 ELEVEN_MINUTES = 660
 

@@ -13,10 +13,10 @@ import httpx
 
 from schemas.answers import PATTERN_UNCHECKED
 from tests.bench.bench_hostile_answers import HOSTILE_PATTERN, HOSTILE_VALUE
+from tests.channels.teams.flows import ask, reply_card, texts
 from tests.conftest import StartGateway
 from tests.fakes.teams import FakeTeams, dumps
 from tests.fakes.teams_activities import invoke, send, submit
-from tests.gateway.inbound.teams.flows import ask, reply_card, texts
 
 FIELDS = 8
 """String properties with the hostile pattern, plus one whole number left unreadable (any number of

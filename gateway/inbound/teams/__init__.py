@@ -1,1 +1,0 @@
-"""Teams' inbound side: ``/teams/messages``, the bot's messaging endpoint."""
