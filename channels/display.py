@@ -109,6 +109,31 @@ def range_text(low: Any, high: Any, *, unit: str = "", between: bool = False) ->
     return f"{text} {unit}" if unit else text
 
 
+def length_words(prop: Mapping[str, Any]) -> str:
+    """A text field's length rule in words: ``5 to 80 characters``; ``''`` when it has none."""
+    return range_text(prop.get("minLength") or None, prop.get("maxLength"), unit="characters")
+
+
+def count_words(prop: Mapping[str, Any]) -> str:
+    """A multi-select's count rule in words: ``1 to 3``, ``at most 2``; ``''`` when it has none."""
+    return range_text(prop.get("minItems") or None, prop.get("maxItems"))
+
+
+def number_noun(kind: str) -> str:
+    """``a whole number`` for an integer field, ``a number`` for any other number."""
+    return "a whole number" if kind == "integer" else "a number"
+
+
+def pattern_words(prop: Mapping[str, Any]) -> str:
+    """``matching <pattern>`` for a field with a pattern; ``''`` otherwise."""
+    return f"matching {prop['pattern']}" if "pattern" in prop else ""
+
+
+def default_words(prop: Mapping[str, Any]) -> str:
+    """``default: <value as shown>`` for a field with a default; ``''`` otherwise."""
+    return f"default: {display_value(prop, prop['default'])}" if "default" in prop else ""
+
+
 def display_value(prop: Mapping[str, Any], value: Any) -> str:
     """An answered value for people: Yes/No, option titles instead of values, plain numbers."""
     kind = kind_of(prop)

@@ -112,6 +112,11 @@ def webhook_refusal(exc: HumangateError, *, plain: bool = False) -> Response:
     return JSONResponse(error_body(exc), status_code=status, headers=error_headers(exc))
 
 
+def too_large_body(max_bytes: int) -> dict[str, object]:
+    """The JSON error body of a request refused for its size (``gateway.limits``), on every path."""
+    return {"error": HTTP_ERROR_NAMES[413], "detail": f"request body: must be at most {max_bytes} bytes"}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI ``responses`` of an operation's error statuses, each with ``ErrorBody``."""
     return {status: {"model": ErrorBody, "description": ERROR_DESCRIPTIONS[status]} for status in statuses}

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from channels.base import FORM_BODY_BYTES, WEBHOOK_BODY_BYTES
 from channels.pages import new_nonce, page_headers, render_too_large_page
 from channels.registry import body_limits
+from gateway.errors import too_large_body
 
 __all__ = [
     "BODY_LIMITS",
@@ -125,8 +126,7 @@ async def _refuse(scope: Scope, send: Send, max_bytes: int) -> None:
         headers = [(k.lower().encode(), v.encode()) for k, v in page_headers(nonce).items()]
         headers.append((b"content-type", b"text/html; charset=utf-8"))
     else:
-        detail = f"request body: must be at most {max_bytes} bytes"
-        body = json.dumps({"error": "RequestTooLarge", "detail": detail}).encode()
+        body = json.dumps(too_large_body(max_bytes)).encode()
         headers = [(b"content-type", b"application/json")]
     headers += [(b"content-length", str(len(body)).encode()), (b"connection", b"close")]
     await send({"type": "http.response.start", "status": 413, "headers": headers})

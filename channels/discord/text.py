@@ -14,7 +14,15 @@ from typing import Any
 
 from discord.utils import escape_markdown, escape_mentions
 
-from channels.display import display_value, number_text, range_text
+from channels.display import (
+    count_words,
+    default_words,
+    length_words,
+    number_noun,
+    number_text,
+    pattern_words,
+    range_text,
+)
 from schemas.flat import is_required, kind_of, options_of
 
 MAX_BUTTON_LABEL = 80
@@ -58,12 +66,9 @@ def field_hint(schema: Mapping[str, Any], name: str, *, with_required: bool = Tr
     if kind == "string":
         fmt = prop.get("format")
         parts.append(_FORMAT_WORDS.get(str(fmt), "text") if fmt else "text")
-        length = range_text(prop.get("minLength") or None, prop.get("maxLength"), unit="characters")
-        parts += [length] if length else []
-        if "pattern" in prop:
-            parts.append(f"matching {prop['pattern']}")
+        parts += [length_words(prop), pattern_words(prop)]
     elif kind in ("number", "integer"):
-        noun = "a whole number" if kind == "integer" else "a number"
+        noun = number_noun(kind)
         low, high = prop.get("minimum"), prop.get("maximum")
         if low is not None and high is not None:
             parts.append(f"{noun} from {number_text(low)} to {number_text(high)}")
@@ -74,9 +79,8 @@ def field_hint(schema: Mapping[str, Any], name: str, *, with_required: bool = Tr
     elif kind == "single_select":
         parts.append("one of: " + ", ".join(option.title for option in options_of(prop)))
     else:
-        count = range_text(prop.get("minItems") or None, prop.get("maxItems"))
+        count = count_words(prop)
         titles = ", ".join(option.title for option in options_of(prop))
         parts.append(f"choose {count} of: {titles}" if count else f"any of: {titles}")
-    if "default" in prop:
-        parts.append(f"default: {display_value(prop, prop['default'])}")
-    return " · ".join(parts)
+    parts.append(default_words(prop))
+    return " · ".join(part for part in parts if part)

@@ -21,7 +21,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from channels.display import clip, field_label, is_multiline, number_text, range_text, sentence_case
+from channels.display import (
+    clip,
+    count_words,
+    field_label,
+    is_multiline,
+    length_words,
+    number_text,
+    range_text,
+    sentence_case,
+)
 from channels.slack.text import plain
 from schemas.flat import Option, kind_of, options_of
 
@@ -84,9 +93,7 @@ def hint_text(prop: Mapping[str, Any]) -> str:
         parts.append(description.strip())
     kind = kind_of(prop)
     if kind == "string":
-        parts.append(
-            sentence_case(range_text(prop.get("minLength") or None, prop.get("maxLength"), unit="characters"))
-        )
+        parts.append(sentence_case(length_words(prop)))
         if "pattern" in prop:
             parts.append(f"Must match the pattern {prop['pattern']}")
     elif kind in ("number", "integer"):
@@ -94,7 +101,7 @@ def hint_text(prop: Mapping[str, Any]) -> str:
         bounds = range_text(prop.get("minimum"), prop.get("maximum"), between=True)
         parts.append(f"{whole} {bounds}".strip() if whole else sentence_case(bounds))
     elif kind == "multi_select":
-        count = range_text(prop.get("minItems") or None, prop.get("maxItems"))
+        count = count_words(prop)
         parts.append(f"Choose {count}" if count else "")
     return ". ".join(part for part in parts if part)
 

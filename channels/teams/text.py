@@ -14,7 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from channels.display import clip, display_value, iso_time, range_text
+from channels.display import (
+    clip,
+    count_words,
+    default_words,
+    iso_time,
+    length_words,
+    number_noun,
+    pattern_words,
+    range_text,
+)
 from schemas.flat import kind_of
 
 MAX_TEXT = 10_000
@@ -78,21 +87,17 @@ def hint_text(prop: Mapping[str, Any]) -> str:
             "date-time": f"a date and a time ({UTC_NOTE})",
         }
         parts += [words[fmt]] if fmt in words else []
-        length = range_text(prop.get("minLength") or None, prop.get("maxLength"), unit="characters")
-        parts += [length] if length else []
-        if "pattern" in prop:
-            parts.append(f"matching {prop['pattern']}")
+        parts += [length_words(prop), pattern_words(prop)]
     elif kind in ("number", "integer"):
-        noun = "a whole number" if kind == "integer" else "a number"
+        noun = number_noun(kind)
         bounds = range_text(prop.get("minimum"), prop.get("maximum"), between=True)
         parts.append(f"{noun} {bounds}" if bounds else noun)
     elif kind == "multi_select":
-        count = range_text(prop.get("minItems") or None, prop.get("maxItems"))
-        if count:
-            parts.append(f"choose {count}")
-    if "default" in prop and kind != "boolean":
-        parts.append(f"default: {display_value(prop, prop['default'])}")
-    text = "; ".join(parts)
+        count = count_words(prop)
+        parts.append(f"choose {count}" if count else "")
+    if kind != "boolean":
+        parts.append(default_words(prop))
+    text = "; ".join(part for part in parts if part)
     about = prop.get("description")
     if isinstance(about, str) and about.strip():
         text = f"{about.strip()} ({text})" if text else about.strip()
