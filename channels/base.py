@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from schemas.models import Answer, HumanFunction
+from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -203,6 +203,11 @@ class Channel(Protocol):
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         """Turn a platform callback into an answer, with the ``Person`` the platform vouches for;
         raises ``InvalidAnswerError`` on bad fields."""
+        ...
+
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
+        """The platform's verified identity of whoever sent ``payload`` (a callback that passed
+        ``verify_inbound``); ``None`` where no platform vouches for anyone (the web form's link)."""
         ...
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:

@@ -28,7 +28,7 @@ from channels.display import approval_field
 from schemas.answers import coerce_text_values
 from schemas.errors import DeliveryError, InvalidAnswerError, SignatureError
 from schemas.flat import options_of
-from schemas.models import Action, Answer, HumanFunction
+from schemas.models import Action, Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,9 @@ class DiscordChannel:
 
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         return parse_interaction(hf, payload)
+
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
+        return identity(payload)
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
         verify_interaction(settings.discord_public_key, headers, body, now)
@@ -194,6 +197,12 @@ def person(interaction: Mapping[str, Any]) -> tuple[str, str, list[str]]:
     return user_id, str(name), roles
 
 
+def identity(interaction: Mapping[str, Any]) -> Person | None:
+    """Who clicked, as Discord's signed interaction names them; ``None`` if it names no user."""
+    user_id, name, _ = person(interaction)
+    return Person(channel=DiscordChannel.name, id=user_id, name=name) if user_id else None
+
+
 def answered_by(interaction: Mapping[str, Any]) -> str:
     """``Ada (111111111111111111)``: the name people see and the stable user id."""
     user_id, name, _ = person(interaction)
@@ -210,7 +219,12 @@ def is_allowed(interaction: Mapping[str, Any], settings: Settings) -> bool:
 
 
 def parse_interaction(hf: HumanFunction, interaction: Mapping[str, Any]) -> Answer:
-    """The answer a click or a modal submit gives; ``InvalidAnswerError`` when it gives none."""
+    """The answer a click or a modal submit gives, with who gave it (``identity``);
+    ``InvalidAnswerError`` when it gives none."""
+    return _parse(hf, interaction).model_copy(update={"person": identity(interaction)})
+
+
+def _parse(hf: HumanFunction, interaction: Mapping[str, Any]) -> Answer:
     data: Mapping[str, Any] = interaction.get("data") or {}
     try:
         custom_id = parse_custom_id(str(data.get("custom_id", "")))

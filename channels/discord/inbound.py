@@ -24,6 +24,7 @@ from channels.discord.channel import (
     SIGNATURE_MAX_AGE,
     answered_by,
     form_answer,
+    identity,
     is_allowed,
     parse_interaction,
     person,
@@ -137,6 +138,7 @@ async def _answer(
                 label = f"Continue: step {step + 2} of {steps}"
                 return note(f"Step {step + 1} of {steps} is saved.", [again_button(hf, label, step + 1)])
             answer = form_answer(hf, values, answered_by(interaction))
+            answer = answer.model_copy(update={"person": identity(interaction)})
         else:
             answer = parse_interaction(hf, interaction)
         ended = await desk.answer(hf, answer)

@@ -16,7 +16,7 @@ from channels.slack.blocks import APPROVE, choice_of
 from channels.slack.modal import FORM_CALLBACK, REASON_CALLBACK, form_content, reason_text, view_metadata
 from schemas.errors import InvalidAnswerError
 from schemas.flat import kind_of, options_of
-from schemas.models import Action, Answer, HumanFunction
+from schemas.models import Action, Answer, HumanFunction, Person
 
 VIA = "slack"
 """The ``via`` of every answer given in Slack."""
@@ -31,6 +31,16 @@ def person(user: Any, real_name: str | None = None) -> str:
     name = real_name or user.get("name") or user.get("username") or "someone"
     user_id = user.get("id")
     return f"{name} ({user_id})" if user_id else str(name)
+
+
+def identity(payload: Mapping[str, Any]) -> Person | None:
+    """The Slack user who acted, as Slack's signed payload names them; ``None`` if it names none."""
+    user = payload.get("user")
+    user = user if isinstance(user, Mapping) else {}
+    if not user.get("id"):
+        return None
+    name = user.get("name") or user.get("username") or "someone"
+    return Person(channel=VIA, id=str(user["id"]), name=str(name))
 
 
 def user_id_of(payload: Mapping[str, Any]) -> str:
@@ -61,7 +71,8 @@ def hf_id_of(payload: Mapping[str, Any]) -> str | None:
 def parse_interaction(hf: HumanFunction, payload: Mapping[str, Any], by: str | None = None) -> Answer:
     """The answer an Approve / option click or a submitted modal gives; ``InvalidAnswerError`` else.
 
-    Clicks that only open a modal (Respond, Decline, Cancel) are not answers.
+    Clicks that only open a modal (Respond, Decline, Cancel) are not answers. Who acted, as Slack
+    verified them, is ``identity``'s (``SlackChannel.parse`` adds it).
     """
     who = by or person(payload.get("user"))
     kind = payload.get("type")

@@ -18,7 +18,7 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.base import Desk, Endpoint, Inbound, RenderContext
-from channels.slack.actions import parse_interaction
+from channels.slack.actions import identity, parse_interaction
 from channels.slack.api import (
     RESPONSE_EXCEPTIONS,
     delivery_error,
@@ -31,7 +31,7 @@ from channels.slack.client import API_TIMEOUT, SlackClient, api_base, retry_hand
 from channels.slack.inbound import slack_events
 from channels.slack.signature import SIGNATURE_WINDOW_SECONDS, verify_signature
 from schemas.errors import SignatureError
-from schemas.models import Answer, HumanFunction
+from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,10 @@ class SlackChannel:
         return message_payload(hf, ctx.form_url)
 
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
-        return parse_interaction(hf, payload)
+        return parse_interaction(hf, payload).model_copy(update={"person": identity(payload)})
+
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
+        return identity(payload)
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
         secret = settings.slack_signing_secret

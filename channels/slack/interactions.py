@@ -17,7 +17,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
-from channels.slack.actions import first_action, hf_id_of, parse_interaction, person, user_id_of
+from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
 from channels.slack.api import RESPONSE_EXCEPTIONS
 from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
 from channels.slack.client import API_TIMEOUT, SlackClient
@@ -73,6 +73,7 @@ async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
         return
     try:
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
+        answer = answer.model_copy(update={"person": identity(payload)})
         await desk.answer(hf, answer)
     except ClosedError as exc:
         await tell(response_url, f"{sentence_case(str(exc))}; your click changed nothing.", hf_id)
@@ -92,6 +93,7 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
     try:
         hf = await desk.get(hf_id)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
+        answer = answer.model_copy(update={"person": identity(payload)})
         await desk.answer(hf, answer)
     except UnknownRequestError:
         return _notice("Request ended", GONE)

@@ -19,7 +19,7 @@ from channels.teams.card import APPROVE, CANCEL, DECLINE, REASON_ID, SUBMIT
 from channels.teams.inputs import typed_values
 from schemas.answers import coerce_text_values
 from schemas.errors import InvalidAnswerError
-from schemas.models import Action, Answer, HumanFunction
+from schemas.models import Action, Answer, HumanFunction, Person
 
 VIA = "teams"
 """The ``via`` of every answer given in Teams."""
@@ -73,6 +73,17 @@ def person(activity: Mapping[str, Any]) -> tuple[str, str]:
     object_id = str(sender.get("aadObjectId") or "")
     name = str(sender.get("name") or "someone")
     return object_id, f"{name} ({object_id or sender.get('id') or 'unknown'})"
+
+
+def identity(activity: Mapping[str, Any]) -> Person | None:
+    """Who acted, as the Bot Framework's signed activity names them (their AAD object id); ``None``
+    when it names no one."""
+    object_id, _ = person(activity)
+    if not object_id:
+        return None
+    sender = activity.get("from")
+    name = sender.get("name") if isinstance(sender, Mapping) else None
+    return Person(channel=VIA, id=object_id, name=str(name or "someone"))
 
 
 def is_allowed(object_id: str, allowed: list[str]) -> bool:

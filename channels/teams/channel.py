@@ -21,12 +21,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from channels.base import Desk, Endpoint, Inbound, RenderContext
-from channels.teams.actions import answer_of, card_action, person
+from channels.teams.actions import answer_of, card_action, identity, person
 from channels.teams.auth import SigningKeys, Verified, bearer_token, key_id, verify_activity
 from channels.teams.card import oversized_card, render_card, summary_of
 from channels.teams.connector import TeamsClient, TooLargeError
 from schemas.errors import DeliveryError, InvalidAnswerError, SignatureError
-from schemas.models import Answer, HumanFunction
+from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,10 @@ class TeamsChannel:
         action = card_action(payload)
         if action is None or action.hf_id != hf.id:
             raise InvalidAnswerError({"": "this activity is not a click on this request's card"})
-        return answer_of(hf, action, person(payload)[1])
+        return answer_of(hf, action, person(payload)[1]).model_copy(update={"person": identity(payload)})
+
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
+        return identity(payload)
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
         self.authenticate(headers, body, now, settings)

@@ -32,6 +32,7 @@ from channels.teams.actions import (
     UnreadableFieldsError,
     answer_of,
     card_action,
+    identity,
     is_allowed,
     person,
 )
@@ -143,7 +144,7 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
         hf = await desk.get(action.hf_id)
     except UnknownRequestError:
         return message_reply(GONE)
-    object_id, by = person(activity)
+    object_id, _ = person(activity)
     ctx = _context(desk, hf)
     logger.info("click hf=%s channel=teams verb=%s user=%s", hf.id, action.verb, object_id or "?")
     if not is_allowed(object_id, desk.settings.teams_allowed_users):
@@ -159,7 +160,7 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
         return card_reply(reason_card(hf))
     await _adopt(desk, hf, activity)
     try:
-        ended = await desk.answer(hf, await _answer_of(desk, hf, action, by))
+        ended = await desk.answer(hf, await _answer_of(desk, hf, action, activity))
     except InvalidAnswerError as exc:
         logger.info("invalid answer hf=%s channel=teams fields=%s", hf.id, ",".join(exc.errors))
         typed = typed_values(hf.request_schema, action.data)
@@ -177,14 +178,14 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
         hf = await desk.get(action.hf_id)
     except UnknownRequestError:
         return
-    object_id, by = person(activity)
+    object_id, _ = person(activity)
     allowed = is_allowed(object_id, desk.settings.teams_allowed_users)
     if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return
     await _adopt(desk, hf, activity)
     try:
-        await desk.answer(hf, await _answer_of(desk, hf, action, by))
+        await desk.answer(hf, await _answer_of(desk, hf, action, activity))
     except InvalidAnswerError as exc:
         typed = typed_values(hf.request_schema, action.data)
         card = render_card(hf, _context(desk, hf), typed=typed, errors=exc.errors)
@@ -193,12 +194,14 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
         pass  # the update of whoever won shows the outcome
 
 
-async def _answer_of(desk: Desk, hf: HumanFunction, action: CardAction, by: str) -> Answer:
+async def _answer_of(
+    desk: Desk, hf: HumanFunction, action: CardAction, activity: Mapping[str, Any]
+) -> Answer:
     """``answer_of``, whose refusal names every failing field at once: the inputs that could not be
     read, and what the answer check says of the others. That check matches the agent's patterns, so
     it runs off the event loop, within its budget (``Desk.check_answer``), as for every channel."""
     try:
-        return answer_of(hf, action, by)
+        return answer_of(hf, action, person(activity)[1]).model_copy(update={"person": identity(activity)})
     except UnreadableFieldsError as exc:
         unreadable = exc.errors
         readable = exc.readable

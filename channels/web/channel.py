@@ -26,7 +26,7 @@ from channels.web.page import (
 )
 from schemas.answers import coerce_text_values
 from schemas.errors import InvalidAnswerError, SignatureError
-from schemas.models import Action, Answer, HumanFunction
+from schemas.models import Action, Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 __all__ = [
@@ -74,6 +74,9 @@ class WebChannel:
 
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         return parse_form(hf, payload)
+
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
+        return None  # a capability link vouches for no one
 
     def verify(self, headers: Mapping[str, str], body: bytes, now: float, settings: Settings) -> None:
         verify_same_origin(headers)

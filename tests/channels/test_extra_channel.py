@@ -82,11 +82,14 @@ class CarrierChannel:
     def render(self, hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
         return {"text": hf.message, "status": hf.status.value, "form": ctx.form_url}
 
-    def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
+    def identity(self, payload: Mapping[str, Any]) -> Person | None:
         user = payload.get("user")
-        if not isinstance(user, Mapping):
+        return Person(channel=self.name, id=str(user["id"]), name=str(user["name"])) if user else None
+
+    def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
+        person = self.identity(payload)
+        if person is None:
             raise InvalidAnswerError({"": "the answer names no user"})
-        person = Person(channel=self.name, id=str(user["id"]), name=str(user["name"]))
         by = f"{person.name} ({person.id})"
         return Answer(action=Action.ACCEPT, content=payload["content"], by=by, via=self.name, person=person)
 
