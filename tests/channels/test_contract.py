@@ -1,0 +1,306 @@
+"""One contract, run over every registered channel, through a real gateway app and the worker's jobs
+against the platform's fake: a request is delivered (a posting channel posts it once), its message
+is updated on every outcome, a verified answer is recorded with who gave it, a callback with a bad
+signature is refused (401; the web form, which has none, refuses a cross-site post with 403), a
+body over the endpoint's limit is refused (413), and the channel reads the verified ``Person``.
+
+A channel added to ``channels.registry`` must get a driver here: the test fails until it has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from redis import Redis as SyncRedis
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from channels.base import Endpoint
+from channels.registry import CHANNELS
+from gateway.app import create_app
+from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.queue import queue_name
+from gateway.runtime import Runtime
+from schemas.models import Action, Answer, HumanFunction, Person, Status
+from schemas.settings import Settings, override_settings
+from tests.fakes import discord_interactions, slack_callbacks, teams_activities
+from tests.fakes.discord import ADA as DISCORD_ADA
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.slack import FakeSlack
+from tests.fakes.teams import ADA as TEAMS_ADA
+from tests.fakes.teams import FakeTeams, dumps
+from workers.loop import close_job_loop
+from workers.rq_worker import ThreadWorker
+
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+WAIT = 30.0
+ENDINGS = (Status.DECLINED, Status.CANCELED, Status.EXPIRED)
+"""The outcomes besides the verified answer's (accepted) that every posted message must show."""
+
+
+@dataclass
+class Signed:
+    """A callback as the platform sends it: its body, its signature headers, and other headers."""
+
+    body: bytes
+    signature: dict[str, str]
+    headers: dict[str, str]
+    payload: Any
+    """The callback as the channel reads it (``Channel.identity``'s argument)."""
+
+
+class Driver:
+    """What the contract needs of one platform's fake: its settings, its posts, a signed answer."""
+
+    name: str
+    person: Person | None
+    """Who the driver's answer comes from, as the platform vouches for them."""
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        """The message delivered for ``hf`` (``None`` for a channel that posts nothing)."""
+        return None
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        """How many times ``post`` was updated."""
+        return 0
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        raise NotImplementedError
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        """``signed``'s headers with a signature the platform never made."""
+        raise NotImplementedError
+
+
+class SlackDriver(Driver):
+    name = "slack"
+    person = Person(channel="slack", id="U1", name="ada")
+
+    def __init__(self, fake: FakeSlack) -> None:
+        self.fake = fake
+
+    def env(self) -> dict[str, str]:
+        return self.fake.env()
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        return next(m for m in self.fake.stored() if m["ts"] == hf.refs["ts"])
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        calls = self.fake.server.calls_to("/api/chat.update")
+        return sum(1 for call in calls if call.json().get("ts") == post["ts"])
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        payload = slack_callbacks.click(post, "hg:approve", "U1", self.fake.url)
+        body = slack_callbacks.form_body(payload)
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        return Signed(body, slack_callbacks.sign(body), form, payload)
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        return slack_callbacks.sign(signed.body, secret="not-the-signing-secret")
+
+
+class DiscordDriver(Driver):
+    name = "discord"
+    person = Person(channel="discord", id=DISCORD_ADA.id, name=DISCORD_ADA.name)
+
+    def __init__(self, fake: FakeDiscord) -> None:
+        self.fake = fake
+
+    def env(self) -> dict[str, str]:
+        return self.fake.env()
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        return next(m for m in self.fake.stored() if m["id"] == hf.refs["message_id"])
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        return len(self.fake.edit_calls(str(post["id"])))
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        payload = discord_interactions.click(post, discord_interactions.buttons(post)["Approve"])
+        body = json.dumps(payload).encode()
+        return Signed(body, discord_interactions.sign(body), {"Content-Type": "application/json"}, payload)
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        return discord_interactions.sign(signed.body + b" ")
+
+
+class TeamsDriver(Driver):
+    name = "teams"
+    person = Person(channel="teams", id=TEAMS_ADA.aad_id, name=TEAMS_ADA.name)
+
+    def __init__(self, fake: FakeTeams) -> None:
+        self.fake = fake
+
+    def env(self) -> dict[str, str]:
+        return self.fake.env()
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        posted = await self.fake.posted(len(self.fake.originals))
+        return next(a for a in posted if a["id"] == hf.refs["activity_id"])
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        return len(self.fake.server.calls_to(self.fake.activities_path(str(post["id"])), "PUT"))
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        activity = teams_activities.invoke(self.fake, post, "Approve")
+        signature = {"Authorization": f"Bearer {self.fake.sign(activity)}"}
+        return Signed(dumps(activity), signature, {"Content-Type": "application/json"}, activity)
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.fake.sign(signed.payload, aud='another-bot')}"}
+
+
+class WebDriver(Driver):
+    """The hosted form: it posts nothing, its link is the capability, and no platform vouches for
+    whoever answers (its ``Person`` is ``None``)."""
+
+    name = "web"
+    person = None
+
+    def __init__(self, public_url: str) -> None:
+        self.public_url = public_url
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        body = httpx.QueryParams({"hg-action": "accept", "f.approved": "true"})
+        form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": self.public_url}
+        return Signed(str(body).encode(), {}, form, {})
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        return {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+
+
+DRIVERS: dict[str, Callable[[pytest.FixtureRequest, Settings], Driver]] = {
+    "slack": lambda request, _: SlackDriver(request.getfixturevalue("slack")),
+    "discord": lambda request, _: DiscordDriver(request.getfixturevalue("discord")),
+    "teams": lambda request, _: TeamsDriver(request.getfixturevalue("teams")),
+    "web": lambda _, settings: WebDriver(settings.public_url),
+}
+"""How to drive each registered channel's fake (the conftest fixtures of the same names)."""
+
+
+@pytest.fixture(params=list(CHANNELS))
+def driver(request: pytest.FixtureRequest, settings: Settings) -> Driver:
+    name: str = request.param
+    assert name in DRIVERS, f"channel {name!r} is registered but the contract test has no driver for it"
+    return DRIVERS[name](request, settings)
+
+
+def work(settings: Settings, channel: str) -> None:
+    """Run every queued job of ``channel`` in this thread (burst), as a worker process does."""
+    assert settings.redis_url is not None
+    with SyncRedis.from_url(settings.redis_url) as sync:
+        queue = Queue(queue_name(channel), connection=sync, serializer=JSONSerializer)
+        ThreadWorker([queue], connection=sync, serializer=JSONSerializer).work(burst=True)
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Return once ``check()`` holds; fail after ``WAIT`` seconds (Slack's listeners run after the ack)."""
+    deadline = time.monotonic() + WAIT
+    while not await check():
+        assert time.monotonic() < deadline, "the condition did not hold in time"
+        await asyncio.sleep(0.02)
+
+
+def answering_endpoint(name: str) -> Endpoint:
+    return next(endpoint for endpoint in CHANNELS[name].endpoints() if "POST" in endpoint.methods)
+
+
+@asynccontextmanager
+async def open_gateway(
+    driver: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Runtime, httpx.AsyncClient, Settings]]:
+    """A real gateway app (in this process) whose settings point the channel at its fake (entered in
+    the test's own task: the app's lifespan must end in the task it began in)."""
+    for key, value in driver.env().items():
+        monkeypatch.setenv(key, value)
+    configured = Settings(redis_url=settings.redis_url, data_dir=settings.data_dir, _env_file=None)
+    override_settings(configured)
+    app = create_app(configured)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url=configured.public_url, timeout=WAIT) as client,
+        ):
+            yield app.state.runtime, client, configured
+    finally:
+        close_job_loop()
+
+
+async def test_every_registered_channel_keeps_the_contract(
+    driver: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_gateway(driver, settings, monkeypatch) as (runtime, client, configured):
+        await keeps_the_contract(driver, runtime, client, configured)
+
+
+async def keeps_the_contract(
+    driver: Driver, runtime: Runtime, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    channel = CHANNELS[driver.name]
+    assert channel.missing_settings(settings) == []
+    endpoint = answering_endpoint(driver.name)
+
+    # Delivered: a posting channel posts each request once and records where.
+    opened = [
+        (await runtime.service.open(ANONYMOUS_CALLER, driver.name, f"Deploy v{n}?", APPROVAL))[0]
+        for n in range(1 + len(ENDINGS))
+    ]
+    await asyncio.to_thread(work, settings, driver.name)
+    hfs = [await runtime.store.get(hf.id) for hf in opened]
+    posts = [await driver.post_of(hf) for hf in hfs]
+    if channel.posts:
+        assert all(hf.refs for hf in hfs) and all(post is not None for post in posts)
+    else:
+        assert not any(hf.refs for hf in hfs)
+
+    target = hfs[0]
+    path = endpoint.path.replace("{token}", target.form_token)
+    signed = driver.approve(target, posts[0])
+
+    # Refused before anything is recorded: a bad signature, then an oversized body.
+    forged = await client.post(path, content=signed.body, headers=signed.headers | driver.forged(signed))
+    assert forged.status_code == (401 if endpoint.signed else 403), forged.text
+    huge = b"x" * (endpoint.body_limit + 1)
+    too_large = await client.post(path, content=huge, headers=signed.headers | signed.signature)
+    assert too_large.status_code == 413
+    assert (await runtime.store.get(target.id)).is_pending
+
+    # The identity the platform vouches for, then the verified answer recorded with it.
+    assert channel.identity(signed.payload) == driver.person
+    answered = await client.post(path, content=signed.body, headers=signed.headers | signed.signature)
+    assert answered.status_code < 400, answered.text
+
+    async def ended() -> bool:
+        return not (await runtime.store.get(target.id)).is_pending
+
+    await wait_until(ended)
+    accepted = await runtime.store.get(target.id)
+    assert accepted.status is Status.ACCEPTED and accepted.outcome is not None
+    assert accepted.outcome.via == driver.name and accepted.outcome.content == {"approved": True}
+    if driver.person is not None:
+        assert driver.person.id in (accepted.outcome.by or "")
+
+    # Every other outcome, and each message updated to show its own.
+    declined, canceled, expired = hfs[1:]
+    await runtime.service.answer(
+        declined, Answer(action=Action.DECLINE, reason="No", by="Bo", via=driver.name)
+    )
+    await runtime.service.answer(canceled, Answer(action=Action.CANCEL, by="the agent", via="agent"))
+    await runtime.service.expire(expired)
+    await asyncio.to_thread(work, settings, driver.name)
+    statuses = [(await runtime.store.get(hf.id)).status for hf in hfs]
+    assert statuses == [Status.ACCEPTED, *ENDINGS]
+    if channel.posts:
+        assert all(driver.updates_of(hf, post) >= 1 for hf, post in zip(hfs, posts, strict=True))
