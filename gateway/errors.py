@@ -6,6 +6,9 @@ refused answer). It is documented in the OpenAPI as ``ErrorBody`` for every stat
 return (``error_responses``). FastAPI's own bodies are replaced: a request that fails validation is
 a 422 ``InvalidRequestError`` naming each field and rule (not ``{"detail": [{"loc", "msg"}]}``),
 and routing errors (404, 405 with an ``Allow`` that lists every method of the path) use it too.
+A platform callback refused at the one webhook opening (``gateway.mounts``) gets its body from
+``webhook_refusal`` (the same words as plain text for Slack, which shows text), and a body over its
+path's limit (``gateway.limits``) from ``too_large_body``.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 
-from channels.registry import configured_channels
+from channels.registry import channel_names, configured_channels
 from gateway.core.local import running_embedded_url
-from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
+from schemas.settings import get_settings, override_settings
 from workers.rq_worker import run_worker
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def run_workers(channels_arg: str | None, *, burst: bool) -> int:
         override_settings(settings)
     if channels_arg:
         channels = [c.strip() for c in channels_arg.split(",") if c.strip()]
-        unknown = [c for c in channels if c not in CHANNEL_NAMES]
+        unknown = [c for c in channels if c not in channel_names()]
         if unknown:
             sys.stderr.write(f"humangate worker: unknown channel(s) {', '.join(unknown)}\n")
             return 2

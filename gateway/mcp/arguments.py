@@ -12,10 +12,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from channels.registry import default_channel
+from channels.registry import channel_names, default_channel
 from schemas._rules import json_type
 from schemas.errors import InvalidRequestError, Violation
-from schemas.settings import CHANNEL_NAMES, Settings
+from schemas.settings import Settings
 from schemas.text import INVALID_TEXT, has_lone_surrogate
 
 PREFIX = "Invalid arguments: "
@@ -112,7 +112,7 @@ def object_or_none(arguments: Arguments, path: str, value: object) -> Mapping[st
 
 UI_TYPE_PROPERTY: dict[str, Any] = {
     "type": "string",
-    "enum": list(CHANNEL_NAMES),
+    "enum": list(channel_names()),
     "description": "UI platform to use (default: slack)",
 }
 """The ``uiType`` property every asking tool declares in its input schema."""
@@ -123,6 +123,7 @@ def channel_argument(args: dict[str, Any], settings: Settings) -> str:
     channel = args.get("uiType")
     if channel is None:
         return default_channel(settings)
-    if channel not in CHANNEL_NAMES:
-        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(CHANNEL_NAMES)}")
+    names = channel_names()
+    if channel not in names:
+        raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(names)}")
     return str(channel)
