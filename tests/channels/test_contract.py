@@ -19,26 +19,20 @@ from typing import Any
 
 import httpx
 import pytest
-from redis import Redis as SyncRedis
-from rq import Queue
-from rq.serializers import JSONSerializer
 
 from channels.base import Endpoint
 from channels.registry import CHANNELS
-from gateway.app import create_app
 from gateway.core.callers import ANONYMOUS_CALLER
-from gateway.core.queue import queue_name
 from gateway.runtime import Runtime
 from schemas.models import Action, Answer, HumanFunction, Person, Status
 from schemas.settings import Settings, override_settings
+from tests.channels.inprocess import serving, work
 from tests.fakes import discord_interactions, slack_callbacks, teams_activities
 from tests.fakes.discord import ADA as DISCORD_ADA
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import ADA as TEAMS_ADA
 from tests.fakes.teams import FakeTeams, dumps
-from workers.loop import close_job_loop
-from workers.rq_worker import ThreadWorker
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 WAIT = 30.0
@@ -196,14 +190,6 @@ def driver(request: pytest.FixtureRequest, settings: Settings) -> Driver:
     return DRIVERS[name](request, settings)
 
 
-def work(settings: Settings, channel: str) -> None:
-    """Run every queued job of ``channel`` in this thread (burst), as a worker process does."""
-    assert settings.redis_url is not None
-    with SyncRedis.from_url(settings.redis_url) as sync:
-        queue = Queue(queue_name(channel), connection=sync, serializer=JSONSerializer)
-        ThreadWorker([queue], connection=sync, serializer=JSONSerializer).work(burst=True)
-
-
 async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
     """Return once ``check()`` holds; fail after ``WAIT`` seconds (Slack's listeners run after the ack)."""
     deadline = time.monotonic() + WAIT
@@ -220,22 +206,13 @@ def answering_endpoint(name: str) -> Endpoint:
 async def open_gateway(
     driver: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[Runtime, httpx.AsyncClient, Settings]]:
-    """A real gateway app (in this process) whose settings point the channel at its fake (entered in
-    the test's own task: the app's lifespan must end in the task it began in)."""
+    """A real gateway app (in this process) whose settings point the channel at its fake."""
     for key, value in driver.env().items():
         monkeypatch.setenv(key, value)
     configured = Settings(redis_url=settings.redis_url, data_dir=settings.data_dir, _env_file=None)
     override_settings(configured)
-    app = create_app(configured)
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url=configured.public_url, timeout=WAIT) as client,
-        ):
-            yield app.state.runtime, client, configured
-    finally:
-        close_job_loop()
+    async with serving(configured) as (runtime, client):
+        yield runtime, client, configured
 
 
 async def test_every_registered_channel_keeps_the_contract(

@@ -14,25 +14,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import pytest
-from redis import Redis as SyncRedis
-from rq import Queue
-from rq.serializers import JSONSerializer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from channels.base import Desk, Endpoint, Inbound, RenderContext
 from channels.registry import CHANNELS, body_limits
-from gateway.app import create_app
 from gateway.core.callers import ANONYMOUS_CALLER
-from gateway.core.queue import queue_name
-from gateway.runtime import Runtime
 from schemas.errors import InvalidAnswerError, SignatureError
 from schemas.models import Action, Answer, HumanFunction, Person, Status
 from schemas.settings import Settings
-from workers.loop import close_job_loop
-from workers.rq_worker import ThreadWorker
+from tests.channels.inprocess import serving, work
 
 SECRET = b"carrier-pigeon-secret"
 """The extra platform's signing secret (a real channel reads its secret from the settings)."""
@@ -121,28 +113,13 @@ def carrier(monkeypatch: pytest.MonkeyPatch) -> Iterator[CarrierChannel]:
     monkeypatch.setitem(CHANNELS, channel.name, channel)
     OUTBOX.posts.clear()
     yield channel
-    close_job_loop()
-
-
-def work(settings: Settings, channel: str) -> None:
-    """Run every queued job of ``channel`` in this thread (burst), as a worker process does."""
-    assert settings.redis_url is not None
-    with SyncRedis.from_url(settings.redis_url) as sync:
-        queue = Queue(queue_name(channel), connection=sync, serializer=JSONSerializer)
-        ThreadWorker([queue], connection=sync, serializer=JSONSerializer).work(burst=True)
 
 
 async def test_a_channel_added_by_one_registry_line_delivers_and_is_answered(
     settings: Settings, carrier: CarrierChannel
 ) -> None:
     assert body_limits()["/carrier/answers"] == 2048
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url=settings.public_url) as client,
-    ):
-        runtime: Runtime = app.state.runtime
+    async with serving(settings) as (runtime, client):
         hf, _ = await runtime.service.open(ANONYMOUS_CALLER, "carrier", "Deploy v2?", APPROVAL)
         await asyncio.to_thread(work, settings, "carrier")
         assert OUTBOX.posts[hf.id]["text"] == "Deploy v2?" and OUTBOX.posts[hf.id]["status"] == "pending"
