@@ -247,6 +247,7 @@ class HumanFunctionService:
             self.expired_outcome(hf),
             update,
             retain=retain and self.settings.result_retention > 0,
+            replicated=retain,  # a person's answer: on the replicas before the person is told
         )
         ENDED.labels(status=ended.status.value).inc()
         return ended
