@@ -30,23 +30,41 @@ READY_TIMEOUT = 30.0
 class SentinelTopology:
     """``with SentinelTopology(dir) as topology``: ``topology.env()`` points humangate at it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, user: str | None = None, password: str | None = None) -> None:
+        """With ``user`` and ``password``, Redis accepts only that ACL user (no default user)."""
         self.root = root
+        self.user, self.password = user, password
         self.master_port = free_port()
         self.replica_port = free_port()
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
 
     def env(self) -> dict[str, str]:
-        """humangate's settings for this topology (no URL: the sentinels name the master)."""
-        return {
+        """humangate's settings for this topology (the URL only carries the ACL user, if any)."""
+        auth = {"HUMANGATE_REDIS_URL": f"redis://{self.user}:{self.password}@named-by-sentinels/0"}
+        return (auth if self.user else {}) | {
             "HUMANGATE_REDIS_SENTINELS": ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports),
             "HUMANGATE_REDIS_SENTINEL_MASTER": MASTER_NAME,
         }
 
     def start(self) -> SentinelTopology:
-        self._server(self.master_port)
-        self._server(self.replica_port, "--replicaof", "127.0.0.1", str(self.master_port))
+        acl: list[str] = []
+        if self.user:
+            acl = [
+                "--user",
+                "default",
+                "off",
+                "--user",
+                self.user,
+                "on",
+                f">{self.password}",
+                "~*",
+                "&*",
+                "+@all",
+            ]
+            acl += ["--masteruser", self.user, "--masterauth", str(self.password)]
+        self._server(self.master_port, *acl)
+        self._server(self.replica_port, *acl, "--replicaof", "127.0.0.1", str(self.master_port))
         for port in self.sentinel_ports:
             directory = self.root / f"sentinel-{port}"
             directory.mkdir(parents=True, exist_ok=True)
@@ -58,6 +76,12 @@ class SentinelTopology:
                 f"sentinel failover-timeout {MASTER_NAME} {FAILOVER_TIMEOUT_MS}\n"
                 f"sentinel parallel-syncs {MASTER_NAME} 1\n"
             )
+            if self.user:
+                with config.open("a") as conf:
+                    conf.write(
+                        f"sentinel auth-user {MASTER_NAME} {self.user}\n"
+                        f"sentinel auth-pass {MASTER_NAME} {self.password}\n"
+                    )
             self._spawn(port, [redis_server_binary(), str(config), "--sentinel"])
         self._until_ready()
         return self
@@ -84,7 +108,9 @@ class SentinelTopology:
 
     def _ready(self) -> bool:
         try:
-            with redis.Redis(port=self.replica_port, socket_timeout=1) as replica:
+            with redis.Redis(
+                port=self.replica_port, username=self.user, password=self.password, socket_timeout=1
+            ) as replica:
                 if replica.info("replication").get("master_link_status") != "up":
                     return False
             for port in self.sentinel_ports:
