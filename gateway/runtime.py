@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from channels.registry import CHANNELS
 from gateway.core.callers import KeyRing
 from gateway.core.events import Events
+from gateway.core.policies import load_policies
 from gateway.core.queue import JobRecorder
 from gateway.core.reaper import reap_forever
 from gateway.core.redis_client import async_redis
@@ -78,6 +79,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     Nothing here needs Redis to be up: a gateway started during an outage serves its health
     endpoints and says "unavailable" until Redis answers.
     """
+    policies = load_policies(settings)  # an invalid file stops the process before anything opens
     try:
         target = RedisTarget.of(settings)
     except RedisNotConfigured as exc:
@@ -85,7 +87,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     redis = async_redis(target)
     store = HumanFunctionStore(redis, retention=settings.result_retention, replicas=replica_wait(settings))
     kwargs = {} if clock is None else {"clock": clock}
-    service = HumanFunctionService(store, JobRecorder(), settings, **kwargs)
+    service = HumanFunctionService(store, JobRecorder(), settings, policies=policies, **kwargs)
     events = Events(target, store, settings.poll_interval)
     runtime = Runtime(settings, target, redis, service, events, KeyRing(redis, settings))
     await events.start()

@@ -23,9 +23,11 @@ from channels.registry import configured_channels
 from gateway.core import redis_check
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.local import url_file
+from gateway.core.policies import load_policies
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.logs import install_redaction
+from schemas.policies import PolicyFileError
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import WorkerThread, start_worker_thread
 
@@ -92,12 +94,19 @@ def check_redis(target: RedisTarget) -> None:
 
 def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
     """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
+    settings = get_settings()
+    try:
+        policies = load_policies(settings)
+    except PolicyFileError as exc:
+        sys.stderr.write(f"humangate serve: not starting: {exc}\n(check it with: humangate policy check)\n")
+        return 2
     try:
         sock = bind(host, port)
     except StartError as exc:
         sys.stderr.write(f"humangate serve: {exc}\n")
         return 2
-    settings = get_settings()
+    if policies.policies:
+        logger.info("policies from %s: %s", policies.source, ", ".join(policies.names))
     embedded: EmbeddedRedis | None = None
     worker: WorkerThread | None = None
     try:

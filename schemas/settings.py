@@ -106,6 +106,8 @@ class Settings(BaseSettings):
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no client has received yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
+    policy_file: Path | None = None
+    """The policy file (docs/policies.md); unset: ``./humangate.toml`` when it exists, else none."""
     client_elicitation: Literal["race", "off"] = "race"
     """``race``: also ask through the calling MCP client's own form when it declares form elicitation
     (docs/tools.md#the-clients-own-form); ``off``: only the channel asks."""

@@ -59,7 +59,8 @@ class SlackClient:
 
     api: AsyncWebClient
     target: str
-    """``HUMANGATE_SLACK_CHANNEL``: a channel id, or a user id for a direct message."""
+    """``HUMANGATE_SLACK_CHANNEL``: a channel id, or a user id for a direct message (a request's
+    policy target, ``HumanFunction.target``, replaces it)."""
 
 
 class SlackChannel:
@@ -67,6 +68,7 @@ class SlackChannel:
 
     name = "slack"
     posts = True
+    target_setting: str | None = "slack_channel"
 
     def missing_settings(self, settings: Settings) -> list[str]:
         required = {
@@ -102,7 +104,7 @@ class SlackChannel:
             yield SlackClient(api, settings.slack_channel or "")
 
     async def find_post(self, hf: HumanFunction, client: SlackClient) -> dict[str, Any] | None:
-        return await find_earlier_post(client.api, client.target, hf, EVENT_TYPE)
+        return await find_earlier_post(client.api, hf.target or client.target, hf, EVENT_TYPE)
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: SlackClient) -> dict[str, Any]:
         if hf.delivery_attempts > 1:
@@ -110,9 +112,10 @@ class SlackChannel:
             if refs:
                 logger.info("found the earlier post hf=%s channel=slack; not posting again", hf.id)
                 return refs
+        target = hf.target or client.target  # a policy's target replaces HUMANGATE_SLACK_CHANNEL
         try:
             response = await client.api.chat_postMessage(
-                channel=client.target,
+                channel=target,
                 **message_payload(hf, ctx.form_url),
                 metadata={"event_type": EVENT_TYPE, "event_payload": {"hf_id": hf.id}},
                 mrkdwn=False,
@@ -120,7 +123,7 @@ class SlackChannel:
                 unfurl_media=False,
             )
         except RESPONSE_EXCEPTIONS as exc:
-            raise delivery_error(exc, client.target, "post the request") from exc
+            raise delivery_error(exc, target, "post the request") from exc
         return {"channel": str(response["channel"]), "ts": str(response["ts"])}
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: SlackClient) -> None:

@@ -52,6 +52,7 @@ class WebChannel:
 
     name = "web"
     posts = False
+    target_setting: str | None = None
 
     def missing_settings(self, settings: Settings) -> list[str]:
         return []

@@ -85,6 +85,8 @@ def _doc(hf: HumanFunction) -> str:
             "deadline",
             "form_secret",
             "other_fields",
+            "policy",
+            "target",
         },
         exclude_defaults=True,
     )
