@@ -93,23 +93,28 @@ class KeyLines:
             header = _HEADER.match(line)
             if header:
                 table = _parts(header.group(1))
-                self._lines.setdefault(table, number)
+                self._define(table, number)
                 continue
             assign = _ASSIGN.match(line)
             if assign:
                 path = table + _parts(assign.group(1))
-                self._lines.setdefault(path, number)
+                self._define(path, number)
                 value = _ArrayScan()
                 value.feed(assign.group(2), number)
                 self._elements.setdefault(path, value.starts)
                 if value.depth > 0:
                     scan = value
 
+    def _define(self, path: tuple[str, ...], number: int) -> None:
+        """``path`` and the tables it defines implicitly (``[a.b]`` defines ``a``) start here,
+        unless an earlier line did."""
+        for end in range(1, len(path) + 1):
+            self._lines.setdefault(path[:end], number)
+
     def line_of(self, loc: Loc) -> int | None:
         """The line that defines ``loc``, or that of its nearest enclosing key or table (``None``
         when not even the first key is in the text). An index into a multi-line array gives the
         line that element starts on."""
-        keys = tuple(str(part) for part in loc if isinstance(part, str))
         for end in range(len(loc), 0, -1):
             head = loc[:end]
             if any(not isinstance(part, str) for part in head):
@@ -121,4 +126,4 @@ class KeyLines:
                 if isinstance(index, int) and 0 <= index < len(elements):
                     return elements[index]
                 return self._lines[path]
-        return self._lines.get(keys[:1]) if keys else None
+        return None
