@@ -12,7 +12,9 @@ import pytest
 
 from gateway.core.embedded import free_port
 from tests.conftest import StartGateway, run_cli
+from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import CHANNEL, FakeSlack
+from tests.fakes.teams import FakeTeams
 from tests.gateway.flows import start_call
 from tests.mcp_client import call_elicit
 
@@ -43,6 +45,8 @@ channels = ["slack", "sms"]
 slack = "#deploys"
 """
 KEYS = "deploy-bot:k-deploy,other:k-other"
+DISCORD_TARGET = "1300000000000000042"
+TEAMS_TARGET = "19:deploys0123456789@thread.tacv2"
 
 
 @pytest.fixture
@@ -209,3 +213,35 @@ async def test_a_rest_caller_names_a_policy_that_applies_to_it(
         third = await client.post("/v1/requests", json={**body, "message": "third", "uiType": "web"})
         assert third.status_code == 429
         assert third.json()["detail"].startswith("Rate limit exceeded: at most 2 new requests per minute;")
+
+
+async def test_discord_and_teams_post_to_the_policys_targets(
+    start_gateway: StartGateway, discord: FakeDiscord, teams: FakeTeams, tmp_path: Path
+) -> None:
+    discord.other_channels.add(DISCORD_TARGET)
+    teams.conversations.add(TEAMS_TARGET)
+    path = tmp_path / "targets.toml"
+    path.write_text(
+        f'[policies.everywhere]\n[policies.everywhere.targets]\ndiscord = "{DISCORD_TARGET}"\n'
+        f'teams = "{TEAMS_TARGET}"\n'
+    )
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **discord.env(), **teams.env())
+    async with httpx.AsyncClient(base_url=gateway.url) as client:
+        opened = {}
+        for channel in ("discord", "teams"):
+            created = await client.post(
+                "/v1/requests", json={"message": f"On {channel}?", "schema": APPROVAL, "uiType": channel}
+            )
+            assert created.status_code == 201 and created.json()["policy"] == "everywhere"
+            opened[channel] = created.json()["id"]
+        (message,) = await discord.posted()
+        assert message["channel_id"] == DISCORD_TARGET
+        (activity,) = await teams.posted()
+        assert teams.server.calls_to(teams.activities_path(conversation=TEAMS_TARGET), "POST")
+        assert teams.post_calls() == []  # nothing in the configured conversation
+        for hf_id in opened.values():
+            assert (await client.delete(f"/v1/requests/{hf_id}")).status_code == 200
+    path_of_edit = f"/api/v10/channels/{DISCORD_TARGET}/messages/{message['id']}"
+    await discord.server.wait_for(lambda _: discord.server.calls_to(path_of_edit, "PATCH"))
+    teams_edit = teams.activities_path(activity["id"], conversation=TEAMS_TARGET)
+    await teams.server.wait_for(lambda _: teams.server.calls_to(teams_edit, "PUT"))
