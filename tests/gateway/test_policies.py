@@ -5,6 +5,8 @@ applied to MCP and REST callers, with deliveries seen by the fake Slack."""
 from __future__ import annotations
 
 import asyncio
+import re
+import textwrap
 from pathlib import Path
 
 import httpx
@@ -18,6 +20,7 @@ from tests.fakes.teams import FakeTeams
 from tests.gateway.flows import start_call
 from tests.mcp_client import call_elicit
 
+ROOT = Path(__file__).resolve().parents[2]
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 TARGET = "C0DEPLOYS"
 POLICY = f"""\
@@ -245,3 +248,17 @@ async def test_discord_and_teams_post_to_the_policys_targets(
     await discord.server.wait_for(lambda _: discord.server.calls_to(path_of_edit, "PATCH"))
     teams_edit = teams.activities_path(activity["id"], conversation=TEAMS_TARGET)
     await teams.server.wait_for(lambda _: teams.server.calls_to(teams_edit, "PUT"))
+
+
+@pytest.mark.parametrize("page", ["docs/policies.md", "README.md"])
+def test_the_example_files_of_the_docs_are_valid_and_checked_as_shown(page: str, tmp_path: Path) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    example = re.search(r"```toml\n(.*?)```", text, re.DOTALL)
+    assert example is not None
+    path = tmp_path / "humangate.toml"
+    path.write_text(textwrap.dedent(example.group(1)))
+    checked = run_cli("policy", "check", str(path), env={})
+    assert checked.returncode == 0, checked.stdout
+    if page == "docs/policies.md":
+        for line in checked.stdout.splitlines()[1:]:  # as the page shows them, indented in its list
+            assert f"   {line}\n" in text, line
