@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from redis.asyncio import Redis
 
 from gateway.core.callers import ANONYMOUS_CALLER, Caller
 from gateway.core.policies import apply_policy, load_policies, policy_path
+from gateway.core.queue import JobRecorder
+from gateway.core.service import HumanFunctionService
+from gateway.core.store import HumanFunctionStore, Opened
 from schemas.errors import InvalidRequestError, PolicyRefusedError
 from schemas.policies import Policies, PolicyFileError, parse_policies
 from schemas.settings import Settings
@@ -29,6 +33,7 @@ callers = ["anonymous"]
 max_pending = 2
 """
 )
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 BOT = Caller("deploy-bot", authenticated=True)
 OTHER = Caller("other-bot", authenticated=True)
 SLACK = {
@@ -108,3 +113,24 @@ def test_a_policy_file_that_is_not_there_is_a_mistake(tmp_path: Path) -> None:
     with pytest.raises(PolicyFileError) as raised:
         load_policies(settings(policy_file=tmp_path / "missing.toml"))
     assert str(raised.value) == f"{tmp_path / 'missing.toml'} has 1 mistake(s):\n  there is no such file"
+
+
+async def test_a_request_keeps_its_policy_and_target_and_is_found_again(settings: Settings) -> None:
+    configured = settings.model_copy(update=SLACK)
+    assert configured.redis_url is not None
+    redis = Redis.from_url(configured.redis_url)
+    service = HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), configured, policies=POLICIES)
+    try:
+        hf, opened = await service.open(BOT, None, "Deploy?", APPROVAL)
+        assert opened is Opened.CREATED
+        stored = await service.store.get(hf.id)
+        assert (stored.channel, stored.policy, stored.target) == ("slack", "deploys", "C0DEPLOYS")
+        assert stored.deadline - stored.created_at == 900
+        # What the inline form app's answer_request looks the request up by.
+        assert await service.store.attached(service.attach_key(BOT, None, "Deploy?", APPROVAL)) == hf.id
+        assert await service.store.attached(service.attach_key(BOT, "slack", "Deploy?", APPROVAL)) == hf.id
+        plain = HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), configured)
+        other, _ = await plain.open(BOT, "slack", "Deploy?", APPROVAL)  # without the policy: another request
+        assert other.id != hf.id and (other.policy, other.target) == (None, None)
+    finally:
+        await redis.aclose()
