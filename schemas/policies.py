@@ -173,7 +173,7 @@ class _File(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Mistake:
-    """One mistake in a policy file: its line (``None`` when it has none, like an empty file's),
+    """One mistake in a policy file: its line (``None`` when it has none: a file that cannot be read),
     the field (dotted, ``policies.deploys.timeout``; empty for the file) and the rule it breaks."""
 
     line: int | None
