@@ -182,6 +182,9 @@ class Channel(Protocol):
     posts: bool
     """Whether the channel posts a message per request (and so has deliver and update jobs). The web
     form posts nothing: its page is rendered from the request's state whenever it is opened."""
+    target_setting: str | None
+    """The ``Settings`` field that says where requests are posted (a policy's target replaces it
+    per request, as ``HumanFunction.target``); ``None`` for a channel that posts nothing."""
 
     def missing_settings(self, settings: Settings) -> list[str]:
         """Names of the environment variables still needed; empty means configured."""

@@ -1,4 +1,4 @@
-"""The ``humangate`` command: serve, worker, keys, doctor."""
+"""The ``humangate`` command: serve, worker, keys, policy, doctor."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gateway import doctor as doctor_module
 from gateway.core.local import NoLocalRedis, local_redis
@@ -64,7 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = key_commands.add_parser("revoke", help="revoke every key with this name")
     revoke.add_argument("name")
 
-    commands.add_parser("doctor", help="check Redis and every configured channel")
+    policy = commands.add_parser("policy", help="work with the policy file (docs/policies.md)")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    check = policy_commands.add_parser(
+        "check", help="check a policy file: print each mistake with its line and field (exit 1 on any)"
+    )
+    check.add_argument(
+        "file",
+        nargs="?",
+        default=None,
+        help="the file to check (default: HUMANGATE_POLICY_FILE, else ./humangate.toml)",
+    )
+
+    commands.add_parser("doctor", help="check Redis, every configured channel and the policies' targets")
     return parser
 
 
@@ -88,16 +101,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_workers(args.channels, burst=args.burst)
     if args.command == "keys":
         return _keys(args)
+    if args.command == "policy":
+        return check_policy_file(args.file)
     return doctor_module.run()
 
 
+def check_policy_file(file: str | None) -> int:
+    """``humangate policy check [FILE]``: each mistake as ``FILE:LINE: field: rule`` (exit 1), or
+    a summary of the valid file (exit 0)."""
+    from gateway.core.policies import DEFAULT_POLICY_FILE, policy_path, read_policies
+    from schemas.policies import PolicyFileError
+
+    path = Path(file) if file is not None else policy_path(get_settings())
+    if path is None:
+        sys.stdout.write(
+            f"no policy file: HUMANGATE_POLICY_FILE is not set and ./{DEFAULT_POLICY_FILE} does not exist, "
+            "so requests go where their caller asks, and anyone there may answer\n"
+        )
+        return 0
+    try:
+        policies = read_policies(path)
+    except PolicyFileError as exc:
+        for mistake in exc.mistakes:
+            line = f":{mistake.line}" if mistake.line is not None else ""
+            field = f" {mistake.field}:" if mistake.field else ""
+            sys.stdout.write(f"{path}{line}:{field} {mistake.rule}\n")
+        sys.stderr.write(f"{path}: {len(exc.mistakes)} mistake(s)\n")
+        return 1
+    count = len(policies.policies)
+    sys.stdout.write(f"{path}: valid, {count} {'policy' if count == 1 else 'policies'}\n")
+    for policy in policies.policies:
+        sys.stdout.write(f"  {policy.describe()}\n")
+    return 0
+
+
 def _keys(args: argparse.Namespace) -> int:
-    from redis.asyncio import Redis
-
     from gateway.core.callers import KeyRing
+    from gateway.core.redis_client import RedisTarget, async_redis
 
-    async def act(url: str) -> int:
-        async with Redis.from_url(url) as redis:
+    async def act(target: RedisTarget) -> int:
+        async with async_redis(target) as redis:
             ring = KeyRing(redis, get_settings())
             if args.keys_command == "create":
                 key = await ring.create(args.name, operator=args.operator)
@@ -118,10 +161,11 @@ def _keys(args: argparse.Namespace) -> int:
             return 0
 
     try:
-        with local_redis() as (url, which):
+        with local_redis() as (target, which):
             sys.stderr.write(f"humangate keys: using {which}\n")
-            override_settings(get_settings().model_copy(update={"redis_url": url}))
-            return asyncio.run(act(url))
+            if not get_settings().external_redis:
+                override_settings(get_settings().model_copy(update={"redis_url": target.url}))
+            return asyncio.run(act(target))
     except NoLocalRedis as exc:
         sys.stderr.write(f"humangate keys: {exc}\n")
         return 2

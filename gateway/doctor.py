@@ -1,4 +1,5 @@
-"""``humangate doctor``: is Redis reachable, which channels are configured, what is missing."""
+"""``humangate doctor``: is Redis reachable, which channels are configured, what is missing, and
+whether every target of the policy file can be posted to."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ import sys
 
 import redis
 
-from channels.registry import CHANNELS
+from channels.registry import CHANNELS, configured_channels
 from gateway.core import redis_check
 from gateway.core.local import running_embedded_url
-from gateway.core.redis_client import safe_url, sync_redis
+from gateway.core.policies import policy_path, read_policies
+from gateway.core.redis_client import sync_redis
+from gateway.core.redis_target import RedisTarget
+from gateway.core.topology import read_topology, topology_lines
+from schemas.policies import PolicyFileError
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
 
 
@@ -20,29 +25,37 @@ def _say(ok: bool | None, text: str) -> None:
 
 
 def _check_redis(settings: Settings) -> bool:
-    url = settings.redis_url
-    if url is None:
+    if settings.external_redis:
+        target = RedisTarget.of(settings)
+    else:
         url = running_embedded_url(settings.data_dir)
         if url is None:
             _say(
                 None, "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis"
             )
             return True
+        target = RedisTarget(url)
+    where = target.describe()
     try:
-        with sync_redis(url) as client:
+        with sync_redis(target) as client:
             client.ping()
             version = client.info("server").get("redis_version", "?")
             problem, warning = redis_check.check(client)
+            topology = read_topology(client, target)
     except redis.RedisError as exc:
-        _say(False, f"Redis: cannot reach {safe_url(url)}: {exc}")
+        _say(False, f"Redis: cannot reach {where}: {exc}")
         return False
     if problem:
-        _say(False, f"Redis at {safe_url(url)}: {problem}")
+        _say(False, f"Redis at {where}: {problem}")
         return False
-    _say(True, f"Redis {version} reachable at {safe_url(url)}")
+    _say(True, f"Redis {version} reachable at {where}")
     if warning:
         _say(None, f"Redis: warning: {warning}")
-    return True
+    healthy = True
+    for ok, line in topology_lines(topology, target, settings.wait_replicas):
+        _say(ok, line)
+        healthy = healthy and ok is not False
+    return healthy
 
 
 async def _check_channels(settings: Settings) -> bool:
@@ -66,9 +79,55 @@ async def _check_channels(settings: Settings) -> bool:
     return healthy
 
 
+async def _check_policies(settings: Settings) -> bool:
+    """The policy file is valid, and each target is on a configured channel that can post there
+    (each channel's own check, run with the target in place of its configured default)."""
+    path = policy_path(settings)
+    if path is None:
+        _say(None, "policies: no policy file (requests go where their caller asks)")
+        return True
+    try:
+        policies = read_policies(path)
+    except PolicyFileError as exc:
+        for mistake in exc.mistakes:
+            _say(False, f"policies: {path}: {mistake}")
+        return False
+    _say(True, f"policies: {path}: {', '.join(policies.names) or 'no policies'}")
+    configured = configured_channels(settings)
+    healthy = True
+    checked: dict[tuple[str, str], list[str]] = {}
+    for policy in policies.policies:
+        for allowed in policy.channels or ():
+            if allowed not in configured:
+                _say(None, f"policy {policy.name}: allows {allowed}, which is not configured")
+        for channel, target in policy.targets.items():
+            where = f"policy {policy.name}: targets.{channel} = {target}"
+            platform = CHANNELS[channel]
+            if channel not in configured or platform.target_setting is None:
+                missing = ", ".join(platform.missing_settings(settings))
+                _say(False, f"{where}: {channel} is not configured (set {missing})")
+                healthy = False
+                continue
+            if (channel, target) not in checked:
+                with_target = settings.model_copy(update={platform.target_setting: target})
+                checked[channel, target] = await platform.check(with_target)
+            for problem in checked[channel, target]:
+                _say(False, f"{where}: {problem}")
+            if checked[channel, target]:
+                healthy = False
+            else:
+                _say(True, f"{where}: reachable")
+    return healthy
+
+
+async def _check_all(settings: Settings) -> bool:
+    channels_ok = await _check_channels(settings)
+    return await _check_policies(settings) and channels_ok
+
+
 def run() -> int:
     """Print one line per check; exit 1 when something configured is broken."""
     settings = get_settings()
     ok = _check_redis(settings)
-    ok = asyncio.run(_check_channels(settings)) and ok
+    ok = asyncio.run(_check_all(settings)) and ok
     return 0 if ok else 1

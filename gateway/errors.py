@@ -34,6 +34,7 @@ from schemas.errors import (
     InvalidRequestError,
     InvalidSchemaError,
     NotConfiguredError,
+    PolicyRefusedError,
     RateLimitedError,
     SignatureError,
     StoreUnavailableError,
@@ -46,6 +47,7 @@ STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
     (InvalidAnswerError, 422),
     (InvalidRequestError, 422),
     (NotConfiguredError, 422),
+    (PolicyRefusedError, 403),
     (AuthError, 401),
     (SignatureError, 401),
     (UnknownRequestError, 404),
@@ -80,11 +82,13 @@ class ErrorBody(BaseModel):
 
 ERROR_DESCRIPTIONS = {
     401: "A wrong API key, or none where `HUMANGATE_REQUIRE_AUTH` requires one (`AuthError`)",
+    403: "A policy refuses the request: the policy named does not apply to this caller, or the "
+    "channel is not one the policy allows (`PolicyRefusedError`)",
     404: "No such request for this caller (`UnknownRequestError`)",
     409: "The request already ended; nothing was changed (`AlreadyAnsweredError`, `ExpiredError`)",
     413: "The body is larger than this path accepts (`RequestTooLarge`)",
     422: "A field breaks a rule: the body, the schema (`InvalidSchemaError`, with `violations`), "
-    "the message, or the channel (`InvalidRequestError`, `NotConfiguredError`)",
+    "the message, the channel or the policy (`InvalidRequestError`, `NotConfiguredError`)",
     429: "Past one of the caller's limits (new requests per minute, pending requests at once); "
     "retry after `Retry-After` seconds (`RateLimitedError`)",
     503: "humangate's store (Redis) cannot be reached right now; retry after `Retry-After` seconds "

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
-from channels.registry import channel_literal, default_channel
+from channels.registry import channel_literal
 from gateway.core.callers import Caller, owns
 from gateway.core.links import form_url
 from gateway.core.service import check_request
@@ -87,6 +87,11 @@ class CreateRequest(BaseModel):
         alias="schema", description="JSON Schema for requested data (flat object only)"
     )
     uiType: ChannelName | None = Field(None, description="UI platform to use")
+    policy: str | None = Field(
+        None,
+        description="The policy to open it under (docs/policies.md); it must apply to the caller. "
+        "Left out: the caller's first matching policy, if any",
+    )
 
 
 class Result(BaseModel):
@@ -105,6 +110,7 @@ class RequestView(BaseModel):
     created_at: float
     deadline: float
     form_url: str
+    policy: str | None
     delivery_error: str | None
     result: Result | None
 
@@ -144,6 +150,7 @@ def _view(runtime: Runtime, hf: HumanFunction) -> RequestView:
         created_at=hf.created_at,
         deadline=hf.deadline,
         form_url=form_url(runtime.settings, hf),
+        policy=hf.policy,
         delivery_error=hf.delivery_error,
         result=result,
     )
@@ -174,7 +181,7 @@ CREATED_LINKS = {
             "description": "An identical request was re-attached to, or its kept result handed out",
         },
         201: {"links": CREATED_LINKS},
-        **error_responses(401, 413, 422, 429, 503),
+        **error_responses(401, 403, 413, 422, 429, 503),
     },
 )
 async def create_request(
@@ -185,8 +192,7 @@ async def create_request(
     its result (both 200)."""
     runtime = _runtime(request)
     message, schema = check_request(body.message, body.request_schema, runtime.settings)
-    channel = body.uiType or default_channel(runtime.settings)
-    hf, opened = await runtime.service.open(caller, channel, message, schema)
+    hf, opened = await runtime.service.open(caller, body.uiType, message, schema, policy=body.policy)
     if opened is not Opened.CREATED:
         response.status_code = 200
     return _view(runtime, hf)

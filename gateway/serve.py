@@ -23,8 +23,11 @@ from channels.registry import configured_channels
 from gateway.core import redis_check
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.local import url_file
-from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
+from gateway.core.policies import load_policies
+from gateway.core.redis_client import is_unavailable, sync_redis
+from gateway.core.redis_target import RedisTarget
 from gateway.logs import install_redaction
+from schemas.policies import PolicyFileError
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import WorkerThread, start_worker_thread
 
@@ -72,16 +75,16 @@ def listening(host: str, port: int, workers: int) -> str:
     return f"humangate running on http://{shown}:{port}{processes} (MCP at /mcp; press CTRL+C to quit)"
 
 
-def check_redis(url: str) -> None:
+def check_redis(target: RedisTarget) -> None:
     """Refuse a Redis that may evict data; warn when it keeps nothing on disk. An unreachable Redis
     is not refused: the gateway starts, reports "unavailable" and works once Redis is back."""
     try:
-        with sync_redis(url) as client:
+        with sync_redis(target) as client:
             problem, warning = redis_check.check(client)
     except Exception as exc:
         if not is_unavailable(exc):
             raise
-        logger.warning("Redis at %s is unreachable (%s); starting anyway", safe_url(url), exc)
+        logger.warning("Redis (%s) is unreachable (%s); starting anyway", target.describe(), exc)
         return
     if problem:
         raise StartError(problem)
@@ -91,26 +94,33 @@ def check_redis(url: str) -> None:
 
 def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
     """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
+    settings = get_settings()
+    try:
+        policies = load_policies(settings)
+    except PolicyFileError as exc:
+        sys.stderr.write(f"humangate serve: not starting: {exc}\n(check it with: humangate policy check)\n")
+        return 2
     try:
         sock = bind(host, port)
     except StartError as exc:
         sys.stderr.write(f"humangate serve: {exc}\n")
         return 2
-    settings = get_settings()
+    if policies.policies:
+        logger.info("policies from %s: %s", policies.source, ", ".join(policies.names))
     embedded: EmbeddedRedis | None = None
     worker: WorkerThread | None = None
     try:
-        if not settings.redis_url:
+        if not settings.external_redis:
             embedded = EmbeddedRedis(settings.data_dir).start()
             url_file(settings.data_dir).write_text(embedded.url)
             settings = settings.model_copy(update={"redis_url": embedded.url})
             override_settings(settings)
             # Gateway processes of --workers N read their settings from the environment.
             os.environ["HUMANGATE_REDIS_URL"] = embedded.url
-        assert settings.redis_url is not None
-        check_redis(settings.redis_url)
+        target = RedisTarget.of(settings)
+        check_redis(target)
         if with_worker if with_worker is not None else embedded is not None:
-            worker = start_worker_thread(settings.redis_url, configured_channels(settings))
+            worker = start_worker_thread(target, configured_channels(settings))
         config = uvicorn.Config(
             APP_FACTORY,
             factory=True,

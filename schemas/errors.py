@@ -8,6 +8,8 @@
      ├── AuthError                a wrong API key, or anonymous where auth is required
      ├── SignatureError           an inbound callback is not signed as the platform signs
      ├── NotConfiguredError       a channel was asked for but its settings are missing
+     ├── PolicyRefusedError       a policy refuses the request (not the caller's, or not its channel)
+     ├── PolicyFileError          the policy file has mistakes (``schemas.policies``)
      ├── UnknownRequestError      no Human Function with that id or token
      ├── ClosedError              the Human Function already ended
      │    ├── AlreadyAnsweredError    someone answered first
@@ -82,6 +84,11 @@ class SignatureError(HumangateError):
 
 class NotConfiguredError(HumangateError):
     """A channel was requested that has no settings; the message names the configured ones."""
+
+
+class PolicyRefusedError(HumangateError):
+    """A policy refuses the request: a channel it does not allow, or a policy named that does not
+    apply to the caller (docs/policies.md#applying); the message names why and what is allowed."""
 
 
 class UnknownRequestError(HumangateError):

@@ -99,6 +99,11 @@ class HumanFunction(BaseModel):
     other_fields: dict[str, str] = Field(default_factory=dict)
     """Select property -> the optional text property that holds its "Other" answer; both must not be
     answered for a single choice, and one of them must be (``schemas.other_fields``)."""
+    policy: str | None = None
+    """The name of the policy it was opened under (docs/policies.md), if any."""
+    target: str | None = None
+    """Where its channel posts it, from its policy (a Slack channel or user, a Discord channel, a
+    Teams conversation); ``None``: the channel's configured default."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)

@@ -217,7 +217,9 @@ def anchors(doc: Path) -> set[str]:
 
 
 def assert_lands(target: Path, anchor: str, where: str) -> None:
-    assert target.is_file(), f"{where} points to a missing {target.relative_to(ROOT)}"
+    assert target.is_file() or (target.is_dir() and not anchor), (
+        f"{where} points to a missing {target.relative_to(ROOT)}"
+    )
     assert not anchor or anchor in anchors(target), f"{where} points to a missing #{anchor}"
 
 

@@ -46,6 +46,7 @@ class DiscordChannel:
     name = "discord"
     title = "Discord"
     posts = True
+    target_setting: str | None = "discord_channel_id"
 
     def endpoints(self) -> list[Endpoint]:
         # Imported here: the endpoint's handler uses this module's parsing.
@@ -97,9 +98,10 @@ class DiscordChannel:
             if earlier is not None:
                 logger.info("found the earlier post hf=%s channel=discord", hf.id)
                 return earlier
-        message = await rest.post(rest.channel_id, render_message(hf, ctx, nonce=hf.id))
+        channel_id = hf.target or rest.channel_id  # a policy's target replaces the configured channel
+        message = await rest.post(channel_id, render_message(hf, ctx, nonce=hf.id))
         return {
-            "channel_id": str(message.get("channel_id") or rest.channel_id),
+            "channel_id": str(message.get("channel_id") or channel_id),
             "message_id": str(message["id"]),
         }
 
@@ -143,7 +145,8 @@ async def _earlier_post(rest: DiscordRest, hf: HumanFunction) -> dict[str, Any] 
     """The references of a message an earlier attempt posted for ``hf`` (its buttons carry the id)."""
     me = await rest.me()
     prefix = f"{CUSTOM_ID_PREFIX}:{hf.id}:"
-    for message in await rest.recent(rest.channel_id):
+    channel_id = hf.target or rest.channel_id
+    for message in await rest.recent(channel_id):
         if str((message.get("author") or {}).get("id")) != str(me.get("id")):
             continue
         ids = [
@@ -153,7 +156,7 @@ async def _earlier_post(rest: DiscordRest, hf: HumanFunction) -> dict[str, Any] 
         ]
         if message.get("nonce") == hf.id or any(str(i).startswith(prefix) for i in ids):
             return {
-                "channel_id": str(message.get("channel_id") or rest.channel_id),
+                "channel_id": str(message.get("channel_id") or channel_id),
                 "message_id": str(message["id"]),
             }
     return None

@@ -46,6 +46,7 @@ class SlackChannel:
     name = "slack"
     title = "Slack"
     posts = True
+    target_setting: str | None = "slack_channel"
 
     def endpoints(self) -> list[Endpoint]:
         return [Endpoint("/slack/events", ("POST",), slack_events, what="a Slack request", plain_errors=True)]
@@ -90,7 +91,7 @@ class SlackChannel:
             yield SlackClient(api, settings.slack_channel or "")
 
     async def find_post(self, hf: HumanFunction, client: SlackClient) -> dict[str, Any] | None:
-        return await find_earlier_post(client.api, client.target, hf, EVENT_TYPE)
+        return await find_earlier_post(client.api, hf.target or client.target, hf, EVENT_TYPE)
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: SlackClient) -> dict[str, Any]:
         if hf.delivery_attempts > 1:
@@ -98,9 +99,10 @@ class SlackChannel:
             if refs:
                 logger.info("found the earlier post hf=%s channel=slack; not posting again", hf.id)
                 return refs
+        target = hf.target or client.target  # a policy's target replaces HUMANGATE_SLACK_CHANNEL
         try:
             response = await client.api.chat_postMessage(
-                channel=client.target,
+                channel=target,
                 **message_payload(hf, ctx.form_url),
                 metadata={"event_type": EVENT_TYPE, "event_payload": {"hf_id": hf.id}},
                 mrkdwn=False,
@@ -108,7 +110,7 @@ class SlackChannel:
                 unfurl_media=False,
             )
         except RESPONSE_EXCEPTIONS as exc:
-            raise delivery_error(exc, client.target, "post the request") from exc
+            raise delivery_error(exc, target, "post the request") from exc
         return {"channel": str(response["channel"]), "ts": str(response["ts"])}
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: SlackClient) -> None:

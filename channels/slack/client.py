@@ -28,7 +28,8 @@ class SlackClient:
 
     api: AsyncWebClient
     target: str
-    """``HUMANGATE_SLACK_CHANNEL``: a channel id, or a user id for a direct message."""
+    """``HUMANGATE_SLACK_CHANNEL``: a channel id, or a user id for a direct message (a request's
+    policy target, ``HumanFunction.target``, replaces it)."""
 
 
 def api_base(settings: Settings) -> str:

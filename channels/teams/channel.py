@@ -38,6 +38,7 @@ class TeamsChannel:
     name = "teams"
     title = "Teams"
     posts = True
+    target_setting: str | None = "teams_conversation"
 
     def __init__(self) -> None:
         self.keys = SigningKeys()
@@ -106,12 +107,13 @@ class TeamsChannel:
         teams: TeamsClient = client
         if hf.delivery_attempts > 1:
             logger.info("posting again after a failure that posted nothing hf=%s channel=teams", hf.id)
+        conversation = hf.target or teams.conversation  # a policy's target replaces the configured one
         try:
-            activity_id = await teams.post(render_card(hf, ctx), summary_of(hf))
+            activity_id = await teams.post(render_card(hf, ctx), summary_of(hf), conversation)
         except TooLargeError:
             logger.warning("card refused as too large; posting the short card hf=%s channel=teams", hf.id)
-            activity_id = await teams.post(oversized_card(hf, ctx), summary_of(hf))
-        return {"conversation": teams.conversation, "activity_id": activity_id}
+            activity_id = await teams.post(oversized_card(hf, ctx), summary_of(hf), conversation)
+        return {"conversation": conversation, "activity_id": activity_id}
 
     async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
         # A bot cannot read a conversation's history; the first click on such a card adopts it

@@ -163,11 +163,15 @@ class TeamsClient:
         await self._sdk_http.http.aclose()
         await self.http.aclose()
 
-    async def post(self, card: Mapping[str, Any], summary: str) -> str:
-        """Post ``card`` to ``HUMANGATE_TEAMS_CONVERSATION``; returns the new activity's id."""
+    async def post(self, card: Mapping[str, Any], summary: str, conversation: str | None = None) -> str:
+        """Post ``card`` to ``conversation`` (default ``HUMANGATE_TEAMS_CONVERSATION``); returns the
+        new activity's id."""
         activity = _message(card, summary)
         sent = await self._call(
-            "post the card", self.api.create_activity(self.conversation, activity), post=True
+            "post the card",
+            self.api.create_activity(conversation or self.conversation, activity),
+            post=True,
+            conversation=conversation,
         )
         return str(sent.id)
 
@@ -206,13 +210,15 @@ class TeamsClient:
             raise ValueError("not a JSON object")
         return data
 
-    async def _call(self, doing: str, request: Any, *, post: bool = False) -> Any:
+    async def _call(
+        self, doing: str, request: Any, *, post: bool = False, conversation: str | None = None
+    ) -> Any:
         try:
             return await request
         except DeliveryError:
             raise
         except httpx.HTTPStatusError as exc:
-            raise failure(exc.response, doing, self.conversation, post=post) from exc
+            raise failure(exc.response, doing, conversation or self.conversation, post=post) from exc
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise DeliveryError(
                 f"cannot reach Teams at {self.service_url} to {doing} ({type(exc).__name__})",

@@ -18,6 +18,7 @@ from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.core.callers import Caller, owns
 from gateway.core.metrics import ENDED, LIMITED
+from gateway.core.policies import apply_policy
 from gateway.core.queue import JobRecorder
 from gateway.core.returned import ReturnedMarks
 from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
@@ -32,6 +33,7 @@ from schemas.errors import (
 from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
+from schemas.policies import Policies
 from schemas.results import WITHDRAWN_REASON, expired_outcome, timeout_reason
 from schemas.settings import Settings
 from schemas.text import utf8_size
@@ -39,6 +41,9 @@ from schemas.text import utf8_size
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+NO_POLICIES = Policies()
+"""An installation without a policy file."""
 
 
 def new_id() -> str:
@@ -57,12 +62,15 @@ def fingerprint(
     message: str,
     schema: dict[str, Any],
     other_fields: Mapping[str, str] | None = None,
+    policy: str | None = None,
 ) -> str:
     """What makes two calls "identical" for re-attaching (docs/human-functions.md): the same caller identity,
-    channel, message and schema (and the Other pairs of a tool that has them)."""
+    channel, message and schema (and the Other pairs of a tool that has them, and the policy)."""
     parts: list[Any] = [owner, channel, message, schema]
     if other_fields:  # only then, so the fingerprints of every other request stay as they were
         parts.append(dict(other_fields))
+    if policy is not None:
+        parts.append({"policy": policy})
     canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
@@ -83,25 +91,33 @@ class HumanFunctionService:
     """Opens, answers and ends Human Functions; shared by MCP, REST, the web form and webhooks."""
 
     def __init__(
-        self, store: HumanFunctionStore, jobs: JobRecorder, settings: Settings, clock: Clock = time.time
+        self,
+        store: HumanFunctionStore,
+        jobs: JobRecorder,
+        settings: Settings,
+        clock: Clock = time.time,
+        policies: Policies = NO_POLICIES,
     ) -> None:
         self.store = store
         self.jobs = jobs
         self.settings = settings
         self.clock = clock
+        self.policies = policies
+        """The installation's policies (``gateway.core.policies.load_policies``); none by default."""
         self.returned = ReturnedMarks(store)
         """Results calls returned, written down in the background (``gateway.core.returned``)."""
 
     async def open(
         self,
         caller: Caller,
-        channel: str,
+        channel: str | None,
         message: str,
         schema: dict[str, Any],
         *,
         timeout: float | None = None,
         idle_timeout: float | None = None,
         other_fields: Mapping[str, str] | None = None,
+        policy: str | None = None,
     ) -> tuple[HumanFunction, Opened]:
         """Create and queue a Human Function in one step, or re-attach to an identical pending one,
         or hand out the kept result of an identical answered one (docs/human-functions.md#re-attaching).
@@ -110,14 +126,19 @@ class HumanFunctionService:
         request ends that soon unless a person starts answering (``started``), which gives it the
         full timeout. ``other_fields`` pairs selects with their "Other" text
         (``schemas.other_fields``). The arguments must have passed ``check_request``.
+
+        ``channel`` ``None`` is the default channel. The caller's policy (``policy`` names one, else
+        its first matching one) sets the timeout, allowed channels, target and limits in place of
+        the caller's (docs/policies.md#applying).
         """
+        applied = apply_policy(self.policies, caller, channel, self.settings, policy)
+        channel = applied.channel
         platform = get_channel(channel, self.settings)
         if other_fields:
             check_pairs(schema, other_fields)
         now = self.clock()
-        full = (
-            caller.timeout(self.settings) if timeout is None else min(timeout, caller.timeout(self.settings))
-        )
+        full = applied.timeout if timeout is None else min(timeout, applied.timeout)
+        policy_name = applied.policy.name if applied.policy is not None else None
         idle = idle_timeout if idle_timeout is not None and idle_timeout < full else None
         hf = HumanFunction(
             id=new_id(),
@@ -131,18 +152,20 @@ class HumanFunctionService:
             full_deadline=None if idle is None else now + full,
             form_secret=new_form_secret(),
             other_fields=dict(other_fields or {}),
+            policy=policy_name,
+            target=applied.target,
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
         try:
             hf, opened = await self.store.create(
                 hf,
-                fingerprint(caller.identity, channel, message, schema, other_fields),
+                fingerprint(caller.identity, channel, message, schema, other_fields, policy_name),
                 timeout_reason(hf.timeout_seconds),
                 delivery,
                 full_expire_reason=timeout_reason(full),
                 limits=Limits(
-                    caller.rate_limit(self.settings),
-                    caller.max_pending(self.settings),
+                    applied.rate_limit,
+                    applied.max_pending,
                     caller.max_kept_bytes(self.settings),
                 ),
                 keep_ended=caller.keep_ended(self.settings),
@@ -151,8 +174,22 @@ class HumanFunctionService:
             LIMITED.labels(limit=exc.which).inc()
             logger.info("refused a new request channel=%s requester=%s: %s", channel, caller.name, exc.limit)
             raise
-        logger.info("%s hf=%s channel=%s requester=%s", opened.value, hf.id, channel, caller.name)
+        logger.info(
+            "%s hf=%s channel=%s requester=%s policy=%s",
+            opened.value,
+            hf.id,
+            channel,
+            caller.name,
+            policy_name or "-",
+        )
         return hf, opened
+
+    def attach_key(self, caller: Caller, channel: str | None, message: str, schema: dict[str, Any]) -> str:
+        """The fingerprint ``open`` gives a request of these arguments (without Other pairs), so
+        that its call can be found again (the inline form app's ``answer_request``)."""
+        applied = apply_policy(self.policies, caller, channel, self.settings)
+        name = applied.policy.name if applied.policy is not None else None
+        return fingerprint(caller.identity, applied.channel, message, schema, policy=name)
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
         """Record a person's answer to ``hf`` if it is the first and valid; otherwise raise and change
@@ -241,7 +278,11 @@ class HumanFunctionService:
     async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
         update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
         ended = await self.store.finish(
-            hf.id, outcome, update, retain=retain and self.settings.result_retention > 0
+            hf.id,
+            outcome,
+            update,
+            retain=retain and self.settings.result_retention > 0,
+            replicated=retain,  # a person's answer: on the replicas before the person is told
         )
         ENDED.labels(status=ended.status.value).inc()
         return ended

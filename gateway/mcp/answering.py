@@ -14,7 +14,6 @@ from typing import Any
 import mcp_types as types
 
 from gateway.core.callers import owns
-from gateway.core.service import fingerprint
 from gateway.core.store import closed_error
 from gateway.mcp.app import FORM_URI
 from gateway.mcp.call import Call
@@ -85,7 +84,9 @@ async def answer_request(call: Call, arguments: dict[str, Any] | None) -> types.
         action, content, reason = _answer_parts(args)
         question = {key: args[key] for key in QUESTION_ARGUMENTS if key in args}
         message, schema, channel = parse_arguments(question, runtime.settings)
-        hf_id = await runtime.store.attached(fingerprint(call.caller.identity, channel, message, schema))
+        hf_id = await runtime.store.attached(
+            runtime.service.attach_key(call.caller, channel, message, schema)
+        )
         if hf_id is None:
             return text_result(NOT_FOUND_TEXT, error=True)
         hf = await runtime.store.get(hf_id)

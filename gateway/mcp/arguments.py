@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from channels.registry import channel_names, default_channel
+from channels.registry import channel_names
 from schemas._rules import json_type
 from schemas.errors import InvalidRequestError, Violation
 from schemas.settings import Settings
@@ -118,11 +118,12 @@ UI_TYPE_PROPERTY: dict[str, Any] = {
 """The ``uiType`` property every asking tool declares in its input schema."""
 
 
-def channel_argument(args: dict[str, Any], settings: Settings) -> str:
-    """The ``uiType`` argument, or the default channel when it is left out."""
+def channel_argument(args: dict[str, Any], settings: Settings) -> str | None:
+    """The ``uiType`` argument; ``None`` when it is left out (the service then picks the default
+    channel, or the caller's policy's: docs/policies.md#applying)."""
     channel = args.get("uiType")
     if channel is None:
-        return default_channel(settings)
+        return None
     names = channel_names()
     if channel not in names:
         raise InvalidRequestError(f"Invalid arguments: uiType: must be one of {', '.join(names)}")

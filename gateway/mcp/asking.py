@@ -67,7 +67,7 @@ async def open_question(
         logger.exception("opening a request failed")
         return text_result(OPEN_FAILED_TEXT, error=True)
     if opened is Opened.CREATED:
-        OPENED.labels(channel=question.channel).inc()
+        OPENED.labels(channel=hf.channel).inc()
     elif opened is Opened.RETAINED:
         after_delivery(call.ctx, delivered=lambda: None, lost=lambda: runtime.service.returned.release(hf.id))
     return hf, opened

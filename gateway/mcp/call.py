@@ -24,9 +24,10 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """What a tool asks: on which channel, the message, and the flat schema (already checked)."""
+    """What a tool asks: on which channel (``None``: the default one), the message, and the flat
+    schema (already checked)."""
 
-    channel: str
+    channel: str | None
     message: str
     schema: dict[str, Any]
     timeout: float | None = None

@@ -34,8 +34,9 @@ TOOL = types.Tool(
 plus its two additive fields: its inline form app, and that a call may run as a task."""
 
 
-def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str]:
-    """(message, schema, channel) of a call; errors name the argument and the rule."""
+def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> tuple[str, dict[str, Any], str | None]:
+    """(message, schema, channel) of a call (channel ``None`` without ``uiType``); errors name the
+    argument and the rule."""
     args = raw or {}
     unknown = sorted(set(args) - {"message", "schema", "uiType"})
     if unknown:

@@ -70,6 +70,8 @@ class FakeDiscord:
     fail_post_responses: int = 0
     """Posts to create but answer with a 503 (discord.py does not retry it; the job is retried)."""
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    other_channels: set[str] = field(default_factory=set)
+    """Text channels the bot may post in besides ``CHANNEL_ID`` (a policy's targets)."""
     server: FakeServer = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1600000000000000001))
@@ -132,7 +134,7 @@ class FakeDiscord:
         if path == "/users/@me" and call.method == "GET":
             return JSONResponse(BOT_USER)
         if parts[0] == "channels" and len(parts) >= 2:
-            problem = _channel_problem(parts[1])
+            problem = None if parts[1] in self.other_channels else _channel_problem(parts[1])
             if problem is not None:
                 return problem
             if len(parts) == 2 and call.method == "GET":

@@ -95,6 +95,8 @@ class FakeTeams:
     originals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Every activity as it was first posted."""
     keys: list[dict[str, Any]] = field(default_factory=lambda: [jwk_of(SIGNING_KEY, KID)])
+    conversations: set[str] = field(default_factory=lambda: {CONVERSATION})
+    """Conversations the bot is in (``CONVERSATION`` and, say, a policy's targets)."""
     server: FakeServer = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1700000000001))
@@ -148,8 +150,8 @@ class FakeTeams:
         signer: Any = key if algorithm.startswith("RS") else PASSWORD * 3  # HMAC: any long shared secret
         return jwt.encode(body, signer, algorithm=algorithm, headers={"kid": kid})
 
-    def activities_path(self, activity_id: str = "") -> str:
-        base = f"/teams/v3/conversations/{CONVERSATION}/activities"
+    def activities_path(self, activity_id: str = "", conversation: str = CONVERSATION) -> str:
+        base = f"/teams/v3/conversations/{conversation}/activities"
         return f"{base}/{activity_id}" if activity_id else base
 
     def post_calls(self) -> list[Call]:
@@ -205,7 +207,7 @@ class FakeTeams:
         if call.headers.get("authorization") != f"Bearer {BOT_TOKEN}":
             return _error(401, "Unauthorized", "Authorization has been denied for this request.")
         parts = path.removeprefix("/teams/v3/conversations/").split("/")
-        if parts[0] != CONVERSATION:
+        if parts[0] not in self.conversations:
             return _error(404, "ConversationNotFound", "Conversation not found.")
         if parts[1:] == ["members"] and call.method == "GET":
             members = [{"id": p.teams_id, "name": p.name, "aadObjectId": p.aad_id} for p in (ADA, BO)]

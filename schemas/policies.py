@@ -1,0 +1,311 @@
+"""Policies: which callers' requests wait how long, on which channels, posted where, answered by whom
+(docs/policies.md). Read from one TOML file with the standard library, checked with pydantic.
+
+A mistake is reported with its line and field (``humangate.toml:7: policies.deploys.timeout: ...``):
+``tomllib`` gives the line of a syntax error, ``schemas.toml_lines`` the line of a key pydantic
+refused. Parsing is pure: reading the file is the caller's (``gateway.core.policies``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from schemas.errors import HumangateError
+from schemas.toml_lines import KeyLines
+
+ANY_CALLER = "*"
+"""In ``callers``: every caller, with a key or without."""
+
+ANONYMOUS = "anonymous"
+"""In ``callers``: every caller without a key."""
+
+NAME_RULE = "use 1-64 letters, digits, '-' or '_'"
+"""The rule of policy names and key names."""
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_AT_LINE = re.compile(r"\s*\(at line (\d+), column \d+\)")
+_APPROVER_FORMS = (
+    (re.compile(r"slack:[UW][A-Z0-9]+"), "slack:U012AB3CD"),
+    (re.compile(r"slack:group:S[A-Z0-9]+"), "slack:group:S0DEPLOY"),
+    (re.compile(r"discord:user:[0-9]{1,20}"), "discord:user:81234"),
+    (re.compile(r"discord:role:[0-9]{1,20}"), "discord:role:99123"),
+    (re.compile(r"teams:[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"), "teams:<aadObjectId>"),
+    (re.compile(r"email:[^@\s]+@[^@\s]+\.[^@\s]+"), "email:alice@example.com"),
+    (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
+)
+"""Every form an approver may take, with an example of each (its enforcement comes later)."""
+
+TARGET_FORMS = {
+    "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
+    "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
+    "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
+}
+"""What a target looks like on each channel that posts (the web form posts nothing: it has none)."""
+
+ChannelName = Literal["slack", "discord", "teams", "web"]
+
+
+def _caller(value: str) -> str:
+    if value not in (ANY_CALLER, ANONYMOUS) and not _NAME.fullmatch(value):
+        raise ValueError(f"{value!r} is not a key name ({NAME_RULE}), 'anonymous' or '*'")
+    return value
+
+
+def _approver(value: str) -> str:
+    if not any(form.fullmatch(value) for form, _ in _APPROVER_FORMS):
+        examples = ", ".join(example for _, example in _APPROVER_FORMS)
+        raise ValueError(f"{value!r} is not an approver; the forms are {examples}")
+    return value
+
+
+def _target(channel: str) -> Any:
+    form, words = TARGET_FORMS[channel]
+
+    def check(value: str) -> str:
+        if not form.fullmatch(value):
+            raise ValueError(f"{value!r} is not {words}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _unique(values: list[str]) -> list[str]:
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"names {', '.join(repeated)} more than once")
+    return values
+
+
+class Targets(BaseModel):
+    """Where each channel posts a policy's requests, instead of its configured default."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    slack: Annotated[str, _target("slack")] | None = None
+    discord: Annotated[str, _target("discord")] | None = None
+    teams: Annotated[str, _target("teams")] | None = None
+
+    def of(self, channel: str) -> str | None:
+        """The target of ``channel``, if this policy sets one."""
+        value = getattr(self, channel, None) if channel in TARGET_FORMS else None
+        return value if isinstance(value, str) else None
+
+    def items(self) -> list[tuple[str, str]]:
+        """(channel, target) of every target set, in channel order."""
+        return [(channel, target) for channel in TARGET_FORMS if (target := self.of(channel))]
+
+
+class PolicyTable(BaseModel):
+    """One ``[policies.<name>]`` table as written; every key is optional (docs/policies.md#the-file)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    callers: Annotated[list[Annotated[str, AfterValidator(_caller)]], AfterValidator(_unique)] | None = Field(
+        None, min_length=1
+    )
+    """Key names, ``anonymous`` or ``*``; left out, the policy applies to every caller."""
+    timeout: float | None = Field(None, gt=0)
+    """Seconds a request waits; replaces the caller's timeout."""
+    channels: Annotated[list[ChannelName], AfterValidator(_unique)] | None = Field(None, min_length=1)
+    """The ``uiType`` values allowed; another is refused, naming these."""
+    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+        default_factory=list
+    )
+    """Who may answer (read and kept; not enforced yet)."""
+    targets: Targets = Field(default_factory=Targets)
+    rate_limit: int | None = Field(None, gt=0)
+    """New requests per minute of each caller, instead of its ``HUMANGATE_RATE_LIMIT`` tier."""
+    max_pending: int | None = Field(None, gt=0)
+    """Requests pending at once of each caller, instead of its ``HUMANGATE_MAX_PENDING`` tier."""
+
+    @model_validator(mode="after")
+    def _targets_of_allowed_channels(self) -> PolicyTable:
+        if self.channels is not None:
+            for channel, _ in self.targets.items():
+                if channel not in self.channels:
+                    raise ValueError(
+                        f"targets.{channel}: {channel} is not in this policy's channels "
+                        f"({', '.join(self.channels)})"
+                    )
+        return self
+
+
+class Policy(PolicyTable):
+    """A policy with its name (the table's)."""
+
+    name: str
+
+    def applies_to(self, caller: str, authenticated: bool) -> bool:
+        """Whether this policy's ``callers`` names the caller (key ``caller``, or anonymous)."""
+        if self.callers is None or ANY_CALLER in self.callers:
+            return True
+        return caller in self.callers if authenticated else ANONYMOUS in self.callers
+
+    def describe(self) -> str:
+        """One line saying what the policy does, for ``humangate policy check``."""
+        parts = [f"callers {', '.join(self.callers) if self.callers else 'any'}"]
+        if self.timeout is not None:
+            parts.append(f"timeout {self.timeout:g} s")
+        if self.channels:
+            parts.append(f"channels {', '.join(self.channels)}")
+        parts += [f"{channel} -> {target}" for channel, target in self.targets.items()]
+        if self.approvers:
+            parts.append(f"{len(self.approvers)} approver(s)")
+        if self.rate_limit is not None:
+            parts.append(f"rate limit {self.rate_limit}/min")
+        if self.max_pending is not None:
+            parts.append(f"max pending {self.max_pending}")
+        return f"{self.name}: " + "; ".join(parts)
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    policies: dict[str, PolicyTable] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Mistake:
+    """One mistake in a policy file: its line (``None`` when it has none: a file that cannot be read),
+    the field (dotted, ``policies.deploys.timeout``; empty for the file) and the rule it breaks."""
+
+    line: int | None
+    field: str
+    rule: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        return f"{where}{self.field}: {self.rule}" if self.field else f"{where}{self.rule}"
+
+
+class PolicyFileError(HumangateError):
+    """A policy file humangate cannot use; ``mistakes`` lists each one with its line and field."""
+
+    def __init__(self, source: str, mistakes: list[Mistake]) -> None:
+        self.source = source
+        self.mistakes = mistakes
+        lines = "\n".join(f"  {mistake}" for mistake in mistakes)
+        super().__init__(f"{source} has {len(mistakes)} mistake(s):\n{lines}")
+
+
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """The policies of one file, in file order; empty when there is no file (nothing changes)."""
+
+    policies: tuple[Policy, ...] = ()
+    source: str = ""
+    """Where they were read from (a path), for messages."""
+
+    def first_for(self, caller: str, authenticated: bool) -> Policy | None:
+        """The first policy, in file order, that applies to the caller."""
+        return next((p for p in self.policies if p.applies_to(caller, authenticated)), None)
+
+    def named(self, name: str) -> Policy | None:
+        return next((p for p in self.policies if p.name == name), None)
+
+    @property
+    def names(self) -> list[str]:
+        return [policy.name for policy in self.policies]
+
+
+def parse_policies(text: str, source: str = "the policy file") -> Policies:
+    """The policies of a TOML text; ``PolicyFileError`` naming the line and field of every mistake."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # Python 3.14 has exc.lineno; before it, the line is only in the message.
+        found = _AT_LINE.search(str(exc))
+        line = int(found.group(1)) if found else None
+        rule = _AT_LINE.sub("", str(exc)).strip()
+        raise PolicyFileError(source, [Mistake(line, "", f"not valid TOML: {rule}")]) from None
+    lines = KeyLines(text)
+    mistakes = [
+        Mistake(lines.line_of(loc), _field(loc), rule) for loc, rule in _check_names(data.get("policies"))
+    ]
+    try:
+        parsed = _File.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            loc, rule = _explained(error)
+            mistakes.append(Mistake(lines.line_of(loc), _field(loc), rule))
+        raise PolicyFileError(source, _sorted(mistakes)) from None
+    if mistakes:
+        raise PolicyFileError(source, _sorted(mistakes))
+    named = tuple(Policy(name=name, **dict(table)) for name, table in parsed.policies.items())
+    return Policies(named, source)
+
+
+def _check_names(policies: object) -> list[tuple[tuple[str | int, ...], str]]:
+    if not isinstance(policies, Mapping):
+        return []
+    return [
+        (("policies", str(name)), f"a policy name must {NAME_RULE}")
+        for name in policies
+        if not _NAME.fullmatch(str(name))
+    ]
+
+
+def _sorted(mistakes: list[Mistake]) -> list[Mistake]:
+    return sorted(mistakes, key=lambda m: (m.line is None, m.line or 0, m.field))
+
+
+def _field(loc: tuple[str | int, ...]) -> str:
+    """``("policies", "deploys", "approvers", 2)`` -> ``policies.deploys.approvers[2]``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+_UNKNOWN_KEY = {
+    1: "a policy file holds only [policies.<name>] tables",
+    3: "is not a policy setting; the settings are " + ", ".join(PolicyTable.model_fields),
+    4: "is not a channel with a target; targets are set for " + ", ".join(TARGET_FORMS),
+}
+"""What an unknown key is told, by the length of its place (file, policy, targets)."""
+
+
+def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
+    """The place and the rule of one pydantic error, in the words of the file (without pydantic's
+    internal parts of ``loc``, like the ``function-after[...]`` of a validator)."""
+    loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and "[" in part))
+    kind, message = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+        if message.startswith("targets."):
+            target, _, rule = message.partition(": ")
+            return (*loc, *target.split(".")), rule
+        return loc, message
+    if kind == "literal_error" and len(loc) >= 3 and loc[2] == "channels":
+        return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
+    if kind in ("string_type", "int_type", "float_type", "list_type", "model_type", "dict_type"):
+        wanted = {
+            "string_type": "a string",
+            "int_type": "a whole number",
+            "float_type": "a number",
+            "list_type": "a list",
+            "model_type": "a table",
+            "dict_type": "a table",
+        }[kind]
+        return loc, f"must be {wanted} (got {_toml_type(error['input'])})"
+    if kind == "too_short":
+        return loc, "must name at least one (or be left out)"
+    if message.startswith("Input should be "):
+        return loc, "must be " + message.removeprefix("Input should be ")
+    return loc, message[:1].lower() + message[1:]
+
+
+def _toml_type(value: object) -> str:
+    names = {bool: "a boolean", int: "a whole number", float: "a number", str: "a string", list: "a list"}
+    if isinstance(value, Mapping):
+        return "a table"
+    return names.get(type(value), type(value).__name__)

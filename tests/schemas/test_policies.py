@@ -1,0 +1,195 @@
+"""Reading a policy file (docs/policies.md#the-file): what a valid file gives, and every mistake of an
+invalid one named by its line and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas.policies import Mistake, PolicyFileError, parse_policies
+
+EXAMPLE = """\
+[policies.deploys]
+callers   = ["deploy-bot"]          # key names; "anonymous"; "*" any
+timeout   = 900
+channels  = ["slack", "teams", "web"]
+approvers = ["slack:U012AB3CD", "slack:group:S0DEPLOY", "discord:user:81234", "discord:role:99123",
+             "teams:6f2c3a1e-8b4d-4c2a-9e1f-0a1b2c3d4e5f", "email:alice@example.com", "operator:alice"]
+[policies.deploys.targets]
+slack = "C0DEPLOYS"
+teams = "19:deploys@thread.tacv2"
+
+[policies.anyone]
+callers = ["anonymous"]
+rate_limit = 5
+max_pending = 2
+
+[policies.rest]
+targets = { discord = "1234567890" }
+"""
+
+
+def mistakes(text: str) -> list[Mistake]:
+    with pytest.raises(PolicyFileError) as raised:
+        parse_policies(text, "humangate.toml")
+    assert str(raised.value).startswith(f"humangate.toml has {len(raised.value.mistakes)} mistake(s):")
+    return raised.value.mistakes
+
+
+def test_the_example_gives_each_policy_in_file_order() -> None:
+    policies = parse_policies(EXAMPLE)
+    assert policies.names == ["deploys", "anyone", "rest"]
+    deploys = policies.policies[0]
+    assert deploys.callers == ["deploy-bot"] and deploys.timeout == 900
+    assert deploys.channels == ["slack", "teams", "web"]
+    assert deploys.approvers[1] == "slack:group:S0DEPLOY" and len(deploys.approvers) == 7
+    assert deploys.targets.items() == [("slack", "C0DEPLOYS"), ("teams", "19:deploys@thread.tacv2")]
+    assert deploys.targets.of("web") is None and deploys.targets.of("discord") is None
+    assert (policies.policies[1].rate_limit, policies.policies[1].max_pending) == (5, 2)
+    assert policies.policies[2].targets.of("discord") == "1234567890"
+
+
+def test_the_first_matching_policy_applies() -> None:
+    policies = parse_policies(EXAMPLE)
+    first = policies.first_for
+    assert first("deploy-bot", True) is policies.policies[0]
+    assert first("someone", False) is policies.policies[1]  # anonymous callers
+    assert first("other-bot", True) is policies.policies[2]  # no callers: every caller
+    assert parse_policies('[policies.a]\ncallers = ["x"]').first_for("y", True) is None
+    assert parse_policies('[policies.a]\ncallers = ["*"]').first_for("y", False) is not None
+
+
+def test_an_empty_file_has_no_policies() -> None:
+    assert parse_policies("# nothing yet\n").policies == ()
+
+
+def test_a_syntax_error_is_named_by_its_line() -> None:
+    assert mistakes('[policies.deploys]\ncallers = ["a"]\ntimeout = \n') == [
+        Mistake(3, "", "not valid TOML: Invalid value")
+    ]
+
+
+def test_every_mistake_is_named_by_its_line_and_field() -> None:
+    text = """\
+[policies.deploys]
+callers   = ["deploy bot", "*"]
+timeout   = -1
+timout    = 3
+channels  = ["slack", "sms"]
+approvers = ["slack:U012AB3CD",
+             "slack:C0DEPLOYS"]
+[policies.deploys.targets]
+slack = "#deploys"
+web = "x"
+
+[policies."with space"]
+timeout = "900"
+rate_limit = 1.5
+
+[extra]
+"""
+    found = [(m.line, m.field, m.rule) for m in mistakes(text)]
+    assert found == [
+        (
+            2,
+            "policies.deploys.callers[0]",
+            "'deploy bot' is not a key name (use 1-64 letters, digits, '-' or '_'), 'anonymous' or '*'",
+        ),
+        (3, "policies.deploys.timeout", "must be greater than 0"),
+        (
+            4,
+            "policies.deploys.timout",
+            "is not a policy setting; the settings are callers, timeout, channels, approvers, targets, "
+            "rate_limit, max_pending",
+        ),
+        (
+            5,
+            "policies.deploys.channels[1]",
+            "'sms' is not a channel; the channels are slack, discord, teams, web",
+        ),
+        (
+            7,
+            "policies.deploys.approvers[1]",
+            "'slack:C0DEPLOYS' is not an approver; the forms are slack:U012AB3CD, slack:group:S0DEPLOY, "
+            "discord:user:81234, discord:role:99123, teams:<aadObjectId>, email:alice@example.com, "
+            "operator:alice",
+        ),
+        (
+            9,
+            "policies.deploys.targets.slack",
+            "'#deploys' is not a channel id (like C0123ABCD) or a user id (like U0123ABCD)",
+        ),
+        (
+            10,
+            "policies.deploys.targets.web",
+            "is not a channel with a target; targets are set for slack, discord, teams",
+        ),
+        (12, "policies.with space", "a policy name must use 1-64 letters, digits, '-' or '_'"),
+        (13, "policies.with space.timeout", "must be a number (got a string)"),
+        (14, "policies.with space.rate_limit", "must be a whole number (got a number)"),
+        (16, "extra", "a policy file holds only [policies.<name>] tables"),
+    ]
+
+
+def test_a_target_outside_the_policys_channels_is_a_mistake() -> None:
+    text = '[policies.a]\nchannels = ["slack"]\n\n[policies.a.targets]\ndiscord = "123"\n'
+    assert mistakes(text) == [
+        Mistake(5, "policies.a.targets.discord", "discord is not in this policy's channels (slack)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "rule"),
+    [
+        ("callers = []", "policies.a.callers", "must name at least one (or be left out)"),
+        ('callers = ["a", "a"]', "policies.a.callers", "names a more than once"),
+        ('callers = "a"', "policies.a.callers", "must be a list (got a string)"),
+        ('channels = ["web", "web"]', "policies.a.channels", "names web more than once"),
+        ("targets = 3", "policies.a.targets", "must be a table (got a whole number)"),
+        (
+            'targets = { discord = "#general" }',
+            "policies.a.targets.discord",
+            "'#general' is not a channel id (digits, like 1234567890123456789)",
+        ),
+        ("max_pending = 0", "policies.a.max_pending", "must be greater than 0"),
+        ("timeout = true", "policies.a.timeout", "must be a number (got a boolean)"),
+    ],
+)
+def test_each_rule_names_its_field(line: str, field: str, rule: str) -> None:
+    assert mistakes(f"[policies.a]\n{line}\n") == [Mistake(2, field, rule)]
+
+
+@pytest.mark.parametrize(
+    "approver",
+    [
+        "slack:U012AB3CD",
+        "slack:W012AB3CD",
+        "slack:group:S0DEPLOY",
+        "discord:user:81234",
+        "discord:role:99123",
+        "teams:6f2c3a1e-8b4d-4c2a-9e1f-0a1b2c3d4e5f",
+        "email:alice@example.com",
+        "operator:alice",
+    ],
+)
+def test_every_approver_form_is_read(approver: str) -> None:
+    policy = parse_policies(f'[policies.a]\napprovers = ["{approver}"]\n').policies[0]
+    assert policy.approvers == [approver]
+
+
+@pytest.mark.parametrize(
+    "approver",
+    [
+        "slack:u1",
+        "slack:group:U1",
+        "discord:user:x",
+        "discord:81234",
+        "teams:not-a-guid",
+        "email:alice",
+        "operator:",
+        "alice",
+    ],
+)
+def test_an_approver_of_no_form_is_a_mistake(approver: str) -> None:
+    (mistake,) = mistakes(f'[policies.a]\napprovers = ["{approver}"]\n')
+    assert (mistake.line, mistake.field) == (2, "policies.a.approvers[0]")
+    assert mistake.rule.startswith(f"{approver!r} is not an approver; the forms are ")
