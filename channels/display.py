@@ -14,10 +14,8 @@ from typing import Any
 
 from schemas.flat import is_required, kind_of, options_of
 from schemas.models import HumanFunction, Status
+from schemas.results import AGENT_VIA as AGENT_VIA  # re-exported: channels name it from here
 from schemas.results import NO_REASON
-
-AGENT_VIA = "agent"
-"""The ``via`` of an outcome the agent caused by withdrawing its request."""
 
 CLIENT_VIA = "client"
 """The ``via`` of an answer given in the agent's own MCP client (its elicitation form or the inline

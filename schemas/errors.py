@@ -9,6 +9,7 @@
      ├── SignatureError           an inbound callback is not signed as the platform signs
      ├── NotConfiguredError       a channel was asked for but its settings are missing
      ├── PolicyRefusedError       a policy refuses the request (not the caller's, or not its channel)
+     │    └── NotAnApproverError      whoever answered is not one of the request's approvers
      ├── PolicyFileError          the policy file has mistakes (``schemas.policies``)
      ├── UnknownRequestError      no Human Function with that id or token
      ├── ClosedError              the Human Function already ended
@@ -89,6 +90,10 @@ class NotConfiguredError(HumangateError):
 class PolicyRefusedError(HumangateError):
     """A policy refuses the request: a channel it does not allow, or a policy named that does not
     apply to the caller (docs/policies.md#applying); the message names why and what is allowed."""
+
+
+class NotAnApproverError(PolicyRefusedError):
+    """Whoever tried to answer is not one of the request's approvers; nothing changed."""
 
 
 class UnknownRequestError(HumangateError):

@@ -77,6 +77,9 @@ class Outcome(BaseModel):
     by: str | None = None
     via: str
     at: float
+    person: Person | None = None
+    """Who answered, as their platform verified them (``None``: the clock or the agent ended it, or
+    a form link nobody signed in to)."""
 
 
 class HumanFunction(BaseModel):
@@ -104,6 +107,9 @@ class HumanFunction(BaseModel):
     target: str | None = None
     """Where its channel posts it, from its policy (a Slack channel or user, a Discord channel, a
     Teams conversation); ``None``: the channel's configured default."""
+    approvers: list[str] = Field(default_factory=list)
+    """Who may answer it, from its policy (``slack:U1``, ``slack:group:S1``, ``discord:role:9``,
+    ``operator:alice``, ...; docs/policies.md#approvers); empty: anyone who sees it."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)

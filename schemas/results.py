@@ -32,6 +32,9 @@ TIMED_OUT_REASON = "Request timed out"
 """The cancel reason of an expired request whose own reason was never stored (a hash written
 before the reason was)."""
 
+AGENT_VIA = "agent"
+"""The ``via`` of an outcome the agent caused by withdrawing its request."""
+
 EXPIRED_VIA = "timeout"
 """The ``via`` of an expired outcome: the clock ended it, not a person."""
 
@@ -68,4 +71,16 @@ def structured_result(outcome: Outcome, hf_id: str) -> dict[str, Any]:
         "content": outcome.content if outcome.action is Action.ACCEPT else None,
         "reason": None if outcome.action is Action.ACCEPT else (outcome.reason or NO_REASON),
         "id": hf_id,
+        "answeredBy": answered_by(outcome),
     }
+
+
+def answered_by(outcome: Outcome) -> dict[str, str | None] | None:
+    """``{"channel", "id", "name"}`` of who answered (docs/tools.md#results): the person their
+    platform verified; for an answer no platform vouches for (a form link) the channel, no id, and
+    the name the channel shows; ``None`` when the clock or the agent ended the request."""
+    if outcome.person is not None:
+        return {"channel": outcome.person.channel, "id": outcome.person.id, "name": outcome.person.name}
+    if outcome.status is Status.EXPIRED or outcome.via in (EXPIRED_VIA, AGENT_VIA):
+        return None
+    return {"channel": outcome.via, "id": None, "name": outcome.by}

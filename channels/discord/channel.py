@@ -206,6 +206,14 @@ def identity(interaction: Mapping[str, Any]) -> Person | None:
     return Person(channel=DiscordChannel.name, id=user_id, name=name) if user_id else None
 
 
+def held(interaction: Mapping[str, Any]) -> list[str]:
+    """What the clicker holds, as policies name approvers: ``discord:user:<id>`` and a
+    ``discord:role:<id>`` for each of their roles in the server (docs/policies.md#approvers)."""
+    user_id, _, roles = person(interaction)
+    names = [f"discord:user:{user_id}"] if user_id else []
+    return names + [f"discord:role:{role}" for role in roles]
+
+
 def answered_by(interaction: Mapping[str, Any]) -> str:
     """``Ada (111111111111111111)``: the name people see and the stable user id."""
     user_id, name, _ = person(interaction)

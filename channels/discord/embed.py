@@ -12,6 +12,7 @@ from typing import Any
 
 import discord
 
+from channels.approvers import who_may_answer
 from channels.base import RenderContext
 from channels.discord.components import layout_of, message_payload, pending_view, timestamp
 from channels.discord.text import escape, field_hint
@@ -63,6 +64,8 @@ def build_embed(hf: HumanFunction, ctx: RenderContext) -> discord.Embed:
     if summary is None:
         deadline = f"{timestamp(hf.deadline, 'f')} ({timestamp(hf.deadline, 'R')})"
         fixed.append(("Answer by", deadline, True))
+        if (only := who_may_answer(hf)) is not None:
+            fixed.append(("Approvers", clip(escape(only), MAX_FIELD_VALUE), False))
         optional = _hint_fields(schema)
         more = "{} more fields: open the form to see them"
     else:

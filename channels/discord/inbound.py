@@ -18,12 +18,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from channels.approvers import NOT_AN_APPROVER, approves
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.discord.channel import (
     SIGNATURE_MAX_AGE,
     answered_by,
     form_answer,
+    held,
     identity,
     is_allowed,
     parse_interaction,
@@ -99,6 +101,9 @@ async def _respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
     await remember_message(desk, hf, interaction)
     if not hf.is_pending:
         return _ended(hf)
+    if not approves(hf, held(interaction)):
+        logger.info("refused a click hf=%s channel=discord user=%s: not an approver", hf.id, user_id)
+        return note(NOT_AN_APPROVER)
     if custom_id.act in (Act.RESPOND, Act.DECLINE):
         await desk.started(hf)  # opening a modal counts as starting to answer
     if custom_id.act is Act.RESPOND:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from channels.approvers import who_may_answer
 from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
 from channels.slack.modal import modal_problem
 from channels.slack.text import date_token, escape, plain
@@ -161,13 +162,13 @@ def _request_blocks(hf: HumanFunction, form_url: str | None) -> list[dict[str, A
 
 
 def _asked_by(hf: HumanFunction) -> dict[str, Any]:
-    return {
-        "type": "context",
-        "elements": [
-            plain(f"Requested by {hf.requester}", MAX_FIELD_TEXT),
-            {"type": "mrkdwn", "text": "Answer by " + date_token(hf.deadline), "verbatim": True},
-        ],
-    }
+    elements = [
+        plain(f"Requested by {hf.requester}", MAX_FIELD_TEXT),
+        {"type": "mrkdwn", "text": "Answer by " + date_token(hf.deadline), "verbatim": True},
+    ]
+    if (only := who_may_answer(hf)) is not None:
+        elements.append(plain(only, MAX_FIELD_TEXT))
+    return {"type": "context", "elements": elements}
 
 
 def _buttons(hf: HumanFunction, layout: Layout, form_url: str) -> list[dict[str, Any]]:

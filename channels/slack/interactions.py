@@ -15,12 +15,14 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from channels.approvers import NOT_AN_APPROVER
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
 from channels.slack.api import RESPONSE_EXCEPTIONS
 from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
 from channels.slack.client import API_TIMEOUT, SlackClient
+from channels.slack.groups import may_answer
 from channels.slack.modal import block_errors, form_view, notice_view, reason_view
 from channels.slack.text import escape
 from schemas.errors import ClosedError, ExpiredError, InvalidAnswerError, UnknownRequestError
@@ -68,6 +70,12 @@ async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
     if not hf.is_pending:
         await tell(response_url, ended_words(hf), hf_id)
         return
+    if not await may_answer(desk, hf, user_id_of(payload)):
+        logger.info(
+            "refused a click hf=%s channel=slack user=%s: not an approver", hf_id, user_id_of(payload)
+        )
+        await tell(response_url, NOT_AN_APPROVER, hf_id)
+        return
     if action_id in _OPENS:
         await _open_modal(desk, hf, payload, _OPENS[action_id])
         return
@@ -92,6 +100,13 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
         return _notice("Not allowed", NOT_ALLOWED)
     try:
         hf = await desk.get(hf_id)
+        if hf.is_pending and not await may_answer(desk, hf, user_id_of(payload)):
+            logger.info(
+                "refused a submission hf=%s channel=slack user=%s: not an approver",
+                hf_id,
+                user_id_of(payload),
+            )
+            return _notice("Not an approver", NOT_AN_APPROVER)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
         answer = answer.model_copy(update={"person": identity(payload)})
         await desk.answer(hf, answer)

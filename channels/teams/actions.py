@@ -86,6 +86,13 @@ def identity(activity: Mapping[str, Any]) -> Person | None:
     return Person(channel=VIA, id=object_id, name=str(name or "someone"))
 
 
+def held(activity: Mapping[str, Any]) -> list[str]:
+    """What the person who acted holds, as policies name approvers: ``teams:<aad object id>``
+    (docs/policies.md#approvers); nothing when the activity names no one."""
+    object_id, _ = person(activity)
+    return [f"teams:{object_id}"] if object_id else []
+
+
 def is_allowed(object_id: str, allowed: list[str]) -> bool:
     """Anyone may answer unless ``HUMANGATE_TEAMS_ALLOWED_USERS`` is set; then only those ids."""
     return not allowed or object_id.lower() in {a.lower() for a in allowed}

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from channels.approvers import who_may_answer
 from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
 from channels.teams.inputs import field_inputs
@@ -153,6 +154,8 @@ def _header(hf: HumanFunction, *, message_limit: int | None = None) -> list[dict
     blocks.append(plain(run("Requested by ", isSubtle=True), run(hf.requester, limit=200, isSubtle=True)))
     if hf.is_pending:
         blocks.append(moment("Answer by", hf.deadline, isSubtle=True, spacing="None"))
+        if (only := who_may_answer(hf)) is not None:
+            blocks.append(plain_text(only, limit=1000, isSubtle=True, spacing="None"))
     return blocks
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from channels.approvers import NOT_AN_APPROVER, approves
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.budget import within_budget as budget_
@@ -32,6 +33,7 @@ from channels.teams.actions import (
     UnreadableFieldsError,
     answer_of,
     card_action,
+    held,
     identity,
     is_allowed,
     person,
@@ -150,6 +152,9 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
     if not is_allowed(object_id, desk.settings.teams_allowed_users):
         logger.info("refused a user not allowed hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return card_reply(render_card(hf, ctx, notice=NOT_ALLOWED))
+    if hf.is_pending and action.verb != REFRESH and not approves(hf, held(activity)):
+        logger.info("refused a click hf=%s channel=teams user=%s: not an approver", hf.id, object_id or "?")
+        return card_reply(render_card(hf, ctx, notice=NOT_AN_APPROVER))
     if action.verb == REFRESH:
         await desk.started(hf)  # the person has the card in front of them
         return card_reply(render_card(hf, ctx))
@@ -179,7 +184,7 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
     except UnknownRequestError:
         return
     object_id, _ = person(activity)
-    allowed = is_allowed(object_id, desk.settings.teams_allowed_users)
+    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and approves(hf, held(activity))
     if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return

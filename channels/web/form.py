@@ -13,6 +13,7 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 | right secret, request expired (status expired, or its deadline passed) | 410 | 410 |
 | right secret, request answered, declined or canceled | 200, the outcome | 409, "already ... by X" |
 | right secret, request pending | 200, the form | 303 to the outcome, or 422 with the errors |
+| right secret, request pending, with approvers (no sign-in here) | 403, who may answer | 403 |
 | the store (Redis) cannot be reached | 503, "try again in a moment" | 503, the answer kept |
 
 A malformed token and an unknown id are both 404: neither names a request humangate can find, and
@@ -29,6 +30,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, who_may_answer
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
@@ -101,6 +103,17 @@ async def _open(
     return hf
 
 
+def _approvers_only(hf: HumanFunction, nonce: str) -> HTMLResponse | None:
+    """The page of a pending request with approvers: only a signed-in approver could answer it here,
+    and this gateway has no sign-in for the web form, so its link alone answers nothing (403)."""
+    only = who_may_answer(hf)
+    if only is None or not hf.is_pending:
+        return None
+    return page_response(
+        render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", WEB_NEEDS_SIGN_IN), nonce, 403
+    )
+
+
 async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
     """``GET /f/{token}``: the form, or the request's outcome, or why the link opens nothing."""
     token = str(request.path_params["token"])
@@ -108,6 +121,8 @@ async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
     hf = await _open(desk, token, nonce)
     if isinstance(hf, Response):
         return hf
+    if (refused := _approvers_only(hf, nonce)) is not None:
+        return refused
     hf = await desk.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
     return page_response(render_page(hf, _context(desk, hf), nonce=nonce, notice=notice), nonce)
@@ -130,6 +145,9 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     hf = await _open(desk, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
+    if (refused := _approvers_only(hf, nonce)) is not None:
+        logger.info("refused a form answer hf=%s channel=web: the request has approvers", hf.id)
+        return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
     ctx = _context(desk, hf)

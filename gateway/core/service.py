@@ -154,6 +154,7 @@ class HumanFunctionService:
             other_fields=dict(other_fields or {}),
             policy=policy_name,
             target=applied.target,
+            approvers=list(applied.policy.approvers) if applied.policy is not None else [],
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
         try:
@@ -207,12 +208,19 @@ class HumanFunctionService:
             by=answer.by,
             via=answer.via,
             at=self.clock(),
+            person=answer.person,
         )
         hf = await self._end(hf, outcome, retain=True)
         if hf.status is Status.EXPIRED:
             raise ExpiredError("this request expired before the answer arrived")
+        who = answer.person
         logger.info(
-            "answered hf=%s channel=%s via=%s action=%s", hf.id, hf.channel, answer.via, answer.action
+            "answered hf=%s channel=%s via=%s action=%s by=%s",
+            hf.id,
+            hf.channel,
+            answer.via,
+            answer.action,
+            f"{who.channel}:{who.id}" if who is not None else answer.via,
         )
         return hf
 

@@ -87,6 +87,7 @@ def _doc(hf: HumanFunction) -> str:
             "other_fields",
             "policy",
             "target",
+            "approvers",
         },
         exclude_defaults=True,
     )

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from channels.approvers import NOT_AN_APPROVER, OPERATOR_PREFIX, approves, who_may_answer
 from channels.display import sentence_case
 from channels.pages import (
     INBOX_VIA,
@@ -57,7 +58,7 @@ from schemas.errors import (
     StoreUnavailableError,
     UnknownRequestError,
 )
-from schemas.models import HumanFunction, Status
+from schemas.models import HumanFunction, Person, Status
 
 logger = logging.getLogger(__name__)
 
@@ -251,7 +252,8 @@ async def show_request(request: Request, hf_id: str) -> Response:
         if isinstance(hf, Response):
             return hf
         hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
-        return await _inbox_page(request, session, nonce, hf)
+        only = who_may_answer(hf) if hf.is_pending else None
+        return await _inbox_page(request, session, nonce, hf, notice=f"{only}." if only else None)
     except StoreUnavailableError as exc:
         return _unavailable(nonce, exc)
 
@@ -281,9 +283,20 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
     hf = await _request_of(request, hf_id, session, nonce)
     if isinstance(hf, Response):
         return hf
+    if hf.is_pending and not approves(hf, [OPERATOR_PREFIX + session.operator]):
+        logger.info(
+            "refused an inbox answer hf=%s channel=%s operator=%s: not an approver",
+            hf.id,
+            hf.channel,
+            session.operator,
+        )
+        return await _inbox_page(request, session, nonce, hf, status=403, notice=NOT_AN_APPROVER + ".")
     try:
         answer = parse_form(hf, values)
-        answer = answer.model_copy(update={"by": answered_by(session.operator), "via": INBOX_VIA})
+        person = Person(channel=INBOX_VIA, id=OPERATOR_PREFIX + session.operator, name=session.operator)
+        answer = answer.model_copy(
+            update={"by": answered_by(session.operator), "via": INBOX_VIA, "person": person}
+        )
         await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
         return await _inbox_page(

@@ -30,7 +30,7 @@ from schemas.errors import InvalidSchemaError
 from schemas.flat import SchemaLimits, check_flat_schema, options_of
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.other_fields import OTHER, OTHER_TITLE, chose_other, typed_text
-from schemas.results import compact_json
+from schemas.results import answered_by, compact_json
 from schemas.settings import Settings
 
 NAME = "ask_user_question"
@@ -225,9 +225,15 @@ def _index(order: list[str], label: str) -> int:
 
 
 def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
-    """``User answered: {...}`` with ``{"action", "answers", "id"}``; else ``elicit``'s result."""
+    """``User answered: {...}`` with ``{"action", "answers", "id", "answeredBy"}``; else ``elicit``'s
+    result."""
     if outcome.action is not Action.ACCEPT:
         return outcome_result(outcome, hf)
     answers = answers_of(hf, outcome.content or {})
-    structured = {"action": outcome.action.value, "answers": answers, "id": hf.id}
+    structured = {
+        "action": outcome.action.value,
+        "answers": answers,
+        "id": hf.id,
+        "answeredBy": answered_by(outcome),
+    }
     return text_result(f"User answered: {compact_json(answers)}", error=False, structured=structured)

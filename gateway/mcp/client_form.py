@@ -25,12 +25,13 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from channels.approvers import NOT_AN_APPROVER
 from channels.display import CLIENT_VIA
 from gateway.core.callers import Caller
 from gateway.mcp.call import Call
 from gateway.mcp.replies import ReplyRouter
 from gateway.runtime import Runtime
-from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError
+from schemas.errors import ClosedError, InvalidAnswerError, NotAnApproverError, StoreUnavailableError
 from schemas.models import Action, Answer, HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,11 @@ async def answer_from_client(
     content: dict[str, Any] | None = None,
     reason: str | None = None,
 ) -> HumanFunction:
-    """Record an answer given in the calling client; raises like ``HumanFunctionService.answer``."""
+    """Record an answer given in the calling client; raises like ``HumanFunctionService.answer``,
+    and ``NotAnApproverError`` for a request with approvers (no platform vouches for the client's
+    user)."""
+    if hf.approvers:
+        raise NotAnApproverError(NOT_AN_APPROVER)
     answer = Answer(action=action, content=content, reason=reason, by=caller.name, via=CLIENT_VIA)
     return await runtime.service.answer(hf, answer)
 
@@ -83,8 +88,8 @@ def start_race(call: Call, hf: HumanFunction) -> asyncio.Task[None] | None:
     session = call.ctx.session
     if session.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or not session.can_send_request:
         return None
-    if not races(call.runtime, session.client_capabilities):
-        return None
+    if hf.approvers or not races(call.runtime, session.client_capabilities):
+        return None  # a request with approvers is answered by them only, never in the agent's client
     return asyncio.create_task(_ask_client(call, hf), name=f"humangate-client-form-{hf.id}")
 
 

@@ -24,7 +24,13 @@ from gateway.mcp.client_form import answer_from_client, rejection_note
 from gateway.mcp.delivery import after_delivery
 from gateway.mcp.task_store import TaskRecord, TaskStore
 from gateway.mcp.tasks import FORM_REQUEST, RELATED_TASK_META, Era, TaskView, start_task, task_era, view
-from schemas.errors import ClosedError, InvalidAnswerError, StoreUnavailableError, UnknownRequestError
+from schemas.errors import (
+    ClosedError,
+    InvalidAnswerError,
+    NotAnApproverError,
+    StoreUnavailableError,
+    UnknownRequestError,
+)
 from schemas.models import Action, HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -137,7 +143,7 @@ class TaskMethods:
                 await answer_from_client(call.runtime, call.caller, hf, Action(parsed.action), parsed.content)
         except InvalidAnswerError as exc:
             await store.ask_again(record, rejection_note(exc))
-        except ClosedError as exc:
+        except (ClosedError, NotAnApproverError) as exc:
             logger.info("client answer not recorded hf=%s channel=%s: %s", hf.id, hf.channel, exc)
         except StoreUnavailableError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None

@@ -131,7 +131,9 @@ async def start_task(
         tool=tool,
         created_at=runtime.service.clock(),
         expires_at=hf.deadline + max(call.caller.keep_ended(settings), settings.result_retention),
-        client_form=era == "2026" and races(runtime, call.ctx.session.client_capabilities),
+        client_form=era == "2026"
+        and not hf.approvers  # only its approvers may answer: not the agent's client
+        and races(runtime, call.ctx.session.client_capabilities),
     )
     await TaskStore(runtime.redis).create(record)
     fields = view(runtime, record, hf, result_of).fields(era)

@@ -20,18 +20,22 @@ from typing import Any
 import httpx
 import pytest
 
+from channels.approvers import NOT_AN_APPROVER
 from channels.base import Endpoint
 from channels.registry import CHANNELS
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.runtime import Runtime
 from schemas.models import Action, Answer, HumanFunction, Person, Status
+from schemas.policies import parse_policies
+from schemas.results import structured_result
 from schemas.settings import Settings, override_settings
 from tests.channels.inprocess import serving, work
 from tests.fakes import discord_interactions, slack_callbacks, teams_activities
 from tests.fakes.discord import ADA as DISCORD_ADA
-from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord import CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import ADA as TEAMS_ADA
+from tests.fakes.teams import BO as TEAMS_BO
 from tests.fakes.teams import FakeTeams, dumps
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -281,3 +285,104 @@ async def keeps_the_contract(
     assert statuses == [Status.ACCEPTED, *ENDINGS]
     if channel.posts:
         assert all(driver.updates_of(hf, post) >= 1 for hf, post in zip(hfs, posts, strict=True))
+
+
+# Approvers (docs/policies.md#approvers): a request whose policy names approvers is answered only by
+# them; anyone else is refused privately and nothing changes. Each driver answers as two people the
+# platform vouches for, the approver and someone else, and says how the refusal looked.
+
+
+APPROVERS: dict[str, list[str]] = {
+    "slack": ["slack:group:S0ONCALL"],  # U2 is in the fake's group, U3 is not
+    "discord": [f"discord:role:{REVIEWERS_ROLE}"],  # Cy has the role, Ada not
+    "teams": [f"teams:{TEAMS_BO.aad_id.upper()}"],  # Bo, written in upper case
+    "web": ["operator:alice"],
+}
+"""The policy's approvers per channel, naming the driver's approver (by group, role or id)."""
+
+
+def as_person(driver: Driver, hf: HumanFunction, post: Any, approver: bool) -> Signed:
+    """``driver``'s Approve, clicked by its approver or by someone else."""
+    if isinstance(driver, SlackDriver):
+        payload = slack_callbacks.click(post, "hg:approve", "U2" if approver else "U3", driver.fake.url)
+        body = slack_callbacks.form_body(payload)
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        return Signed(body, slack_callbacks.sign(body), form, payload)
+    if isinstance(driver, DiscordDriver):
+        user = CY if approver else DISCORD_ADA
+        payload = discord_interactions.click(post, discord_interactions.buttons(post)["Approve"], user=user)
+        body = json.dumps(payload).encode()
+        return Signed(body, discord_interactions.sign(body), {"Content-Type": "application/json"}, payload)
+    if isinstance(driver, TeamsDriver):
+        member = TEAMS_BO if approver else TEAMS_ADA
+        activity = teams_activities.invoke(driver.fake, post, "Approve", user=member)
+        signature = {"Authorization": f"Bearer {driver.fake.sign(activity)}"}
+        return Signed(dumps(activity), signature, {"Content-Type": "application/json"}, activity)
+    return driver.approve(hf, post)  # the web form: a link answers for nobody
+
+
+async def refused_privately(driver: Driver, response: httpx.Response) -> None:
+    """The refusal reached only the person who acted, and says they are not an approver."""
+    if isinstance(driver, SlackDriver):
+        (reply,) = await driver.fake.replies(1)  # the response_url: ephemeral
+        assert reply["response_type"] == "ephemeral" and reply["text"] == NOT_AN_APPROVER
+        assert reply["replace_original"] is False
+    elif isinstance(driver, DiscordDriver):
+        data = response.json()["data"]
+        assert data["flags"] & 64 and data["content"] == NOT_AN_APPROVER
+    elif isinstance(driver, TeamsDriver):
+        reply = response.json()
+        assert reply["type"] == "application/vnd.microsoft.card.adaptive"
+        assert NOT_AN_APPROVER in json.dumps(reply["value"])
+    else:
+        assert response.status_code == 403 and NOT_AN_APPROVER in response.text
+
+
+async def test_only_approvers_answer_on_every_channel(
+    driver: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_gateway(driver, settings, monkeypatch) as (runtime, client, configured):
+        runtime.service.policies = parse_policies(
+            f"[policies.gated]\napprovers = {json.dumps(APPROVERS[driver.name])}\n", "test.toml"
+        )
+        hf, _ = await runtime.service.open(ANONYMOUS_CALLER, driver.name, "Deploy v9?", APPROVAL)
+        assert hf.approvers == APPROVERS[driver.name]
+        await asyncio.to_thread(work, configured, driver.name)
+        hf = await runtime.store.get(hf.id)
+        assert hf.approvers == APPROVERS[driver.name]  # kept in the stored document
+        post = await driver.post_of(hf)
+        if CHANNELS[driver.name].posts:
+            only = f"Only {', '.join(APPROVERS[driver.name])} may answer"
+            assert only in json.dumps(post)  # the post says who may answer
+        path = answering_endpoint(driver.name).path.replace("{token}", hf.form_token)
+
+        # Someone else: refused privately, nothing changes.
+        other = as_person(driver, hf, post, approver=False)
+        response = await client.post(path, content=other.body, headers=other.headers | other.signature)
+        await refused_privately(driver, response)
+        still = await runtime.store.get(hf.id)
+        assert still.is_pending and still.outcome is None and still.deadline == hf.deadline
+        if CHANNELS[driver.name].posts:
+            await asyncio.to_thread(work, configured, driver.name)
+            assert driver.updates_of(hf, post) == 0
+
+        # The approver: their answer ends it, and the result says who they are.
+        mine = as_person(driver, hf, post, approver=True)
+        response = await client.post(path, content=mine.body, headers=mine.headers | mine.signature)
+        if driver.name == "web":  # no sign-in on this gateway: the link answers for nobody
+            assert response.status_code == 403 and (await runtime.store.get(hf.id)).is_pending
+            page = await client.get(path)
+            assert page.status_code == 403 and "Only operator:alice may answer" in page.text
+            return
+        assert response.status_code < 400, response.text
+
+        async def ended() -> bool:
+            return not (await runtime.store.get(hf.id)).is_pending
+
+        await wait_until(ended)
+        accepted = await runtime.store.get(hf.id)
+        assert accepted.status is Status.ACCEPTED and accepted.outcome is not None
+        person = CHANNELS[driver.name].identity(mine.payload)
+        assert person is not None and accepted.outcome.person == person
+        answered = structured_result(accepted.outcome, hf.id)["answeredBy"]
+        assert answered == {"channel": driver.name, "id": person.id, "name": person.name}

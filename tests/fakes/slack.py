@@ -31,6 +31,8 @@ SCOPES = ",".join(yaml.safe_load(MANIFEST.read_text())["oauth_config"]["scopes"]
 """The token's scopes: exactly those the app manifest asks for."""
 USERS = {"U1": "Ada Lovelace", "U2": "Bo Diddley", "U3": "Mallory Evil"}
 """user id -> real name, as ``users.info`` answers."""
+GROUPS = {"S0ONCALL": ["U2"]}
+"""user group id -> its members' ids, as ``usergroups.users.list`` answers."""
 WAIT = 30.0
 
 
@@ -49,6 +51,8 @@ class FakeSlack:
     lose_post_responses: int = 0
     """Posts to record (as Slack would) but answer with a 500, as if the response got lost."""
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in GROUPS.items()})
+    """User groups and their members; a test may change them while the gateway runs."""
     server: FakeServer = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -203,6 +207,14 @@ class FakeSlack:
         }
         return JSONResponse(body, headers={"x-oauth-scopes": self.scopes})
 
+    def _group_users(self, args: dict[str, Any]) -> Response:
+        if "usergroups:read" not in self.scopes.split(","):
+            return _error("missing_scope")
+        with self._lock:
+            users = self.groups.get(str(args.get("usergroup")))
+            users = list(users) if users is not None else None
+        return _error("no_such_subteam") if users is None else _ok(users=users)
+
     def _views_open(self, args: dict[str, Any]) -> Response:
         if not args.get("trigger_id"):
             return _error("invalid_trigger_id")
@@ -218,6 +230,7 @@ _METHODS = {
     "users.info": FakeSlack._user,
     "auth.test": FakeSlack._auth,
     "views.open": FakeSlack._views_open,
+    "usergroups.users.list": FakeSlack._group_users,
 }
 
 

@@ -33,6 +33,7 @@ async def test_create_read_and_withdraw_a_request(start_gateway: StartGateway) -
                 "content": None,
                 "reason": "Request canceled by the agent",
                 "id": body["id"],
+                "answeredBy": None,
             },
         }
         again = await client.delete(f"/v1/requests/{body['id']}")

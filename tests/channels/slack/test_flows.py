@@ -77,6 +77,7 @@ async def test_approve_in_one_click_returns_the_exact_text_and_updates_the_messa
         "content": {"approved": True},
         "reason": None,
         "id": hf_id,
+        "answeredBy": {"channel": "slack", "id": "U1", "name": "ada"},
     }
     update = await slack.updated()
     assert (update["channel"], update["ts"]) == ("C123", message["ts"])

@@ -153,6 +153,7 @@ async def test_every_field_type_is_filled_and_submitted(
         "content": json.loads(expected),
         "reason": None,
         "id": hf_id_of(form_url),
+        "answeredBy": {"channel": "web", "id": None, "name": "web form"},
     }
     # The read-only outcome: no form, every answer shown with its title, in the schema's order.
     assert page.url == f"{form_url}?done=1"

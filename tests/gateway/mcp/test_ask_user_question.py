@@ -193,6 +193,7 @@ async def test_answered_on_the_web_form_with_other_fixed_after_an_error(
         "action": "accept",
         "answers": answers,
         "id": result.structured_content["id"],
+        "answeredBy": {"channel": "web", "id": None, "name": "web form"},
     }
 
 

@@ -115,6 +115,7 @@ async def test_decline_with_a_reason_and_cancel(start_gateway: StartGateway) -> 
         "content": None,
         "reason": "Not comfortable sharing this",
         "id": result.structured_content["id"] if result.structured_content else None,
+        "answeredBy": {"channel": "web", "id": None, "name": "web form"},
     }
     canceled = start_call(gateway.url, {"message": "Pick one?", "schema": APPROVAL, "uiType": "web"})
     await post_form(await canceled.form_url(), {"hg-action": "cancel", "hg-reason": "Wrong person"})
@@ -133,6 +134,7 @@ async def test_a_timeout_returns_the_exact_cancel_text(start_gateway: StartGatew
     assert result.is_error
     assert result.structured_content is not None
     assert result.structured_content["action"] == "cancel"
+    assert result.structured_content["answeredBy"] is None  # nobody answered
 
 
 async def test_an_invalid_schema_names_each_violation_by_path(start_gateway: StartGateway) -> None:
