@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
@@ -15,7 +16,7 @@ import httpx
 from gateway.inbox.sessions import MAX_STREAMS_PER_OPERATOR
 from tests.conftest import StartGateway
 from tests.fakes.slack import FakeSlack
-from tests.gateway.flows import WAIT, start_call
+from tests.gateway.flows import WAIT, post_form, start_call
 from tests.gateway.inbox.operators import create_key, csrf_of, revoke_key, signed_in
 from tests.mcp_client import text_of
 
@@ -184,3 +185,47 @@ async def test_live_updates_come_from_any_process_and_streams_are_bounded(
             {"id": added["id"], "status": "canceled", "text": "Withdrawn by the agent"},
         )
     assert text_of(await call.result()) == "User canceled: Request canceled by the agent"
+
+
+async def test_only_an_approving_operator_answers_and_the_link_alone_answers_nothing(
+    start_gateway: StartGateway, redis_url: str, tmp_path: Path
+) -> None:
+    """docs/policies.md#approvers: another operator is refused (403) and nothing changes; the form
+    link cannot answer a request with approvers (no web sign-in); the approver's answer ends it."""
+    policy = tmp_path / "humangate.toml"
+    policy.write_text('[policies.gated]\napprovers = ["operator:alice"]\n')
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(policy))
+    bo, alice = await create_key(redis_url, "bo"), await create_key(redis_url, "alice")
+    call = start_call(gateway.url, {"message": "Export the data?", "schema": APPROVAL, "uiType": "web"})
+    form_url = await call.form_url()
+    hf_id = form_url.rsplit("/", 1)[1].split(".")[0]
+    answer = {"hg-action": "accept", "f.approved": "true"}
+
+    link = await post_form(form_url, answer)
+    assert link.status_code == 403 and "You are not an approver for this request." in link.text
+    async with httpx.AsyncClient(timeout=WAIT) as browser:
+        page = await browser.get(form_url)
+    assert page.status_code == 403 and "Only operator:alice may answer." in page.text
+    assert "no sign-in for the web form" in page.text
+
+    async with signed_in(gateway.url, bo) as client:
+        shown = await client.get(f"/inbox/{hf_id}")
+        assert "Only operator:alice may answer." in shown.text
+        refused = await client.post(f"/inbox/{hf_id}", data=answer | {"hg-csrf": csrf_of(shown.text)})
+        assert refused.status_code == 403 and "You are not an approver for this request." in refused.text
+    async with signed_in(gateway.url, alice) as client:
+        shown = await client.get(f"/inbox/{hf_id}")  # still pending: nothing changed
+        assert 'name="hg-action"' in shown.text
+        done = await client.post(f"/inbox/{hf_id}", data=answer | {"hg-csrf": csrf_of(shown.text)})
+        assert done.status_code == 303
+    result = await call.result()
+    assert text_of(result) == 'User provided: {"approved":true}'
+    assert result.structured_content is not None
+    assert result.structured_content["answeredBy"] == {
+        "channel": "inbox",
+        "id": "operator:alice",
+        "name": "alice",
+    }
+    logs = gateway.output()
+    assert "refused an inbox answer" in logs and "operator=bo: not an approver" in logs
+    assert "by=inbox:operator:alice" in logs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -316,3 +317,24 @@ async def test_metrics_count_opened_and_ended_requests(start_gateway: StartGatew
     assert 'humangate_requests_opened_total{channel="web"} 1.0' in metrics
     assert 'humangate_requests_ended_total{status="declined"} 1.0' in metrics
     assert ready.json() == {"status": "ok", "redis": "ok"}
+
+
+async def test_the_agents_own_client_cannot_answer_a_request_with_approvers(
+    start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    """docs/policies.md#approvers: no platform vouches for the client's user, so ``answer_request``
+    is refused and the request waits for an approver."""
+    policy = tmp_path / "humangate.toml"
+    policy.write_text('[policies.gated]\napprovers = ["operator:alice"]\n')
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(policy))
+    question = {"message": "Wipe staging?", "schema": APPROVAL, "uiType": "web"}
+    call = start_call(gateway.url, question)
+    await call.form_url()
+    refused = await call_elicit(
+        gateway.url, question | {"action": "accept", "content": {"approved": True}}, tool="answer_request"
+    )
+    assert refused.is_error and text_of(refused) == "You are not an approver for this request"
+    assert not call.task.done()
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
