@@ -40,7 +40,7 @@ _APPROVER_FORMS = (
     (re.compile(r"email:[^@\s]+@[^@\s]+\.[^@\s]+"), "email:alice@example.com"),
     (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
 )
-"""Every form an approver may take, with an example of each (its enforcement comes later)."""
+"""Every form an approver may take, with an example of each."""
 
 TARGET_FORMS = {
     "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
@@ -118,7 +118,7 @@ class PolicyTable(BaseModel):
     approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
         default_factory=list
     )
-    """Who may answer (read and kept; not enforced yet)."""
+    """Who may answer (docs/policies.md#approvers); empty: anyone who sees a request."""
     targets: Targets = Field(default_factory=Targets)
     rate_limit: int | None = Field(None, gt=0)
     """New requests per minute of each caller, instead of its ``HUMANGATE_RATE_LIMIT`` tier."""

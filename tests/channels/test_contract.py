@@ -202,6 +202,16 @@ async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
         await asyncio.sleep(0.02)
 
 
+async def ended(runtime: Runtime, hf_id: str) -> HumanFunction:
+    """``hf_id`` once it has ended (Slack's listeners record the answer after the ack)."""
+
+    async def check() -> bool:
+        return not (await runtime.store.get(hf_id)).is_pending
+
+    await wait_until(check)
+    return await runtime.store.get(hf_id)
+
+
 def answering_endpoint(name: str) -> Endpoint:
     return next(endpoint for endpoint in CHANNELS[name].endpoints() if "POST" in endpoint.methods)
 
@@ -263,11 +273,7 @@ async def keeps_the_contract(
     answered = await client.post(path, content=signed.body, headers=signed.headers | signed.signature)
     assert answered.status_code < 400, answered.text
 
-    async def ended() -> bool:
-        return not (await runtime.store.get(target.id)).is_pending
-
-    await wait_until(ended)
-    accepted = await runtime.store.get(target.id)
+    accepted = await ended(runtime, target.id)
     assert accepted.status is Status.ACCEPTED and accepted.outcome is not None
     assert accepted.outcome.via == driver.name and accepted.outcome.content == {"approved": True}
     if driver.person is not None:
@@ -376,11 +382,7 @@ async def test_only_approvers_answer_on_every_channel(
             return
         assert response.status_code < 400, response.text
 
-        async def ended() -> bool:
-            return not (await runtime.store.get(hf.id)).is_pending
-
-        await wait_until(ended)
-        accepted = await runtime.store.get(hf.id)
+        accepted = await ended(runtime, hf.id)
         assert accepted.status is Status.ACCEPTED and accepted.outcome is not None
         person = CHANNELS[driver.name].identity(mine.payload)
         assert person is not None and accepted.outcome.person == person
