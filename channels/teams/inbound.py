@@ -152,12 +152,14 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
     if not is_allowed(object_id, desk.settings.teams_allowed_users):
         logger.info("refused a user not allowed hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return card_reply(render_card(hf, ctx, notice=NOT_ALLOWED))
-    if hf.is_pending and action.verb != REFRESH and not approves(hf, held(activity)):
+    approver = approves(hf, held(activity))
+    if action.verb == REFRESH:
+        if approver:  # someone who may not answer does not start answering (nothing changes)
+            await desk.started(hf)  # the person has the card in front of them
+        return card_reply(render_card(hf, ctx))
+    if hf.is_pending and not approver:
         logger.info("refused a click hf=%s channel=teams user=%s: not an approver", hf.id, object_id or "?")
         return card_reply(render_card(hf, ctx, notice=NOT_AN_APPROVER))
-    if action.verb == REFRESH:
-        await desk.started(hf)  # the person has the card in front of them
-        return card_reply(render_card(hf, ctx))
     if not hf.is_pending:
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:

@@ -251,7 +251,8 @@ async def show_request(request: Request, hf_id: str) -> Response:
         hf = await _request_of(request, hf_id, session, nonce)
         if isinstance(hf, Response):
             return hf
-        hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
+        if approves(hf, [OPERATOR_PREFIX + session.operator]):  # only who may answer starts answering
+            hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
         only = who_may_answer(hf) if hf.is_pending else None
         return await _inbox_page(request, session, nonce, hf, notice=f"{only}." if only else None)
     except StoreUnavailableError as exc:
