@@ -130,7 +130,9 @@ def read_activity(body: bytes) -> dict[str, Any]:
     try:
         activity = read_json(body)
     except InvalidJsonError as exc:
-        raise SignatureError(f"the body {exc.rule}, so it is not a Bot Framework activity") from None
+        raise SignatureError(
+            f"the body is not JSON (it {exc.rule}), so it is not a Bot Framework activity"
+        ) from None
     if not isinstance(activity, dict):
         raise SignatureError("the body is not a JSON object, so it is not a Bot Framework activity")
     return activity
