@@ -223,9 +223,15 @@ def assert_lands(target: Path, anchor: str, where: str) -> None:
     assert not anchor or anchor in anchors(target), f"{where} points to a missing #{anchor}"
 
 
+NOT_OURS = {"node_modules", ".venv", "__pycache__"}
+"""Folders under the sources that hold other projects' files (tests/js/node_modules, a venv)."""
+
+
 def source_files() -> Iterator[Path]:
     for folder in SOURCES:
-        yield from (path for path in (ROOT / folder).rglob("*") if path.suffix in (".py", ".md", ".yaml"))
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".md", ".yaml") and not NOT_OURS & set(path.relative_to(ROOT).parts):
+                yield path
     yield from ROOT.glob("*.md")
 
 
