@@ -76,8 +76,7 @@ def create_app(
             holder["runtime"] = runtime
             app.state.runtime = runtime
             session_manager.registry = SessionRegistry(runtime.redis)
-            assert settings.redis_url is not None
-            session_manager.replies = ReplyRouter(settings.redis_url)
+            session_manager.replies = ReplyRouter(runtime.target)
             session_manager.replies.start(session_manager.deliver_reply)
             runtime.sessions = session_manager
             if served:

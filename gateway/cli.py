@@ -92,12 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _keys(args: argparse.Namespace) -> int:
-    from redis.asyncio import Redis
-
     from gateway.core.callers import KeyRing
+    from gateway.core.redis_client import RedisTarget, async_redis
 
-    async def act(url: str) -> int:
-        async with Redis.from_url(url) as redis:
+    async def act(target: RedisTarget) -> int:
+        async with async_redis(target) as redis:
             ring = KeyRing(redis, get_settings())
             if args.keys_command == "create":
                 key = await ring.create(args.name, operator=args.operator)
@@ -118,10 +117,11 @@ def _keys(args: argparse.Namespace) -> int:
             return 0
 
     try:
-        with local_redis() as (url, which):
+        with local_redis() as (target, which):
             sys.stderr.write(f"humangate keys: using {which}\n")
-            override_settings(get_settings().model_copy(update={"redis_url": url}))
-            return asyncio.run(act(url))
+            if not get_settings().external_redis:
+                override_settings(get_settings().model_copy(update={"redis_url": target.url}))
+            return asyncio.run(act(target))
     except NoLocalRedis as exc:
         sys.stderr.write(f"humangate keys: {exc}\n")
         return 2

@@ -10,7 +10,9 @@ import redis
 from channels.registry import CHANNELS
 from gateway.core import redis_check
 from gateway.core.local import running_embedded_url
-from gateway.core.redis_client import safe_url, sync_redis
+from gateway.core.redis_client import sync_redis
+from gateway.core.redis_target import RedisTarget
+from gateway.core.topology import read_topology, topology_lines
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
 
 
@@ -20,29 +22,37 @@ def _say(ok: bool | None, text: str) -> None:
 
 
 def _check_redis(settings: Settings) -> bool:
-    url = settings.redis_url
-    if url is None:
+    if settings.external_redis:
+        target = RedisTarget.of(settings)
+    else:
         url = running_embedded_url(settings.data_dir)
         if url is None:
             _say(
                 None, "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis"
             )
             return True
+        target = RedisTarget(url)
+    where = target.describe()
     try:
-        with sync_redis(url) as client:
+        with sync_redis(target) as client:
             client.ping()
             version = client.info("server").get("redis_version", "?")
             problem, warning = redis_check.check(client)
+            topology = read_topology(client, target)
     except redis.RedisError as exc:
-        _say(False, f"Redis: cannot reach {safe_url(url)}: {exc}")
+        _say(False, f"Redis: cannot reach {where}: {exc}")
         return False
     if problem:
-        _say(False, f"Redis at {safe_url(url)}: {problem}")
+        _say(False, f"Redis at {where}: {problem}")
         return False
-    _say(True, f"Redis {version} reachable at {safe_url(url)}")
+    _say(True, f"Redis {version} reachable at {where}")
     if warning:
         _say(None, f"Redis: warning: {warning}")
-    return True
+    healthy = True
+    for ok, line in topology_lines(topology, target, settings.wait_replicas):
+        _say(ok, line)
+        healthy = healthy and ok is not False
+    return healthy
 
 
 async def _check_channels(settings: Settings) -> bool:

@@ -17,6 +17,8 @@ from gateway.core.events import Events
 from gateway.core.queue import JobRecorder
 from gateway.core.reaper import reap_forever
 from gateway.core.redis_client import async_redis
+from gateway.core.redis_target import RedisNotConfigured, RedisTarget
+from gateway.core.replicas import replica_wait
 from gateway.core.service import Clock, HumanFunctionService
 from gateway.core.store import HumanFunctionStore
 from schemas.settings import Settings
@@ -42,6 +44,8 @@ async def _stop_step(what: str, step: Awaitable[object]) -> None:
 @dataclass
 class Runtime:
     settings: Settings
+    target: RedisTarget
+    """Where Redis is (a URL, or the master of sentinels): every client of the process uses it."""
     redis: Redis
     service: HumanFunctionService
     events: Events
@@ -74,14 +78,16 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     Nothing here needs Redis to be up: a gateway started during an outage serves its health
     endpoints and says "unavailable" until Redis answers.
     """
-    if settings.redis_url is None:
-        raise RuntimeError("HUMANGATE_REDIS_URL is not set (humangate serve starts an embedded Redis)")
-    redis = async_redis(settings.redis_url)
-    store = HumanFunctionStore(redis, retention=settings.result_retention)
+    try:
+        target = RedisTarget.of(settings)
+    except RedisNotConfigured as exc:
+        raise RuntimeError(f"{exc} (humangate serve starts an embedded Redis)") from None
+    redis = async_redis(target)
+    store = HumanFunctionStore(redis, retention=settings.result_retention, replicas=replica_wait(settings))
     kwargs = {} if clock is None else {"clock": clock}
     service = HumanFunctionService(store, JobRecorder(), settings, **kwargs)
-    events = Events(settings.redis_url, store, settings.poll_interval)
-    runtime = Runtime(settings, redis, service, events, KeyRing(redis, settings))
+    events = Events(target, store, settings.poll_interval)
+    runtime = Runtime(settings, target, redis, service, events, KeyRing(redis, settings))
     await events.start()
     service.returned.start()
     reaper = asyncio.create_task(reap_forever(service), name="humangate-reaper")

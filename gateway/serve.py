@@ -23,7 +23,8 @@ from channels.registry import configured_channels
 from gateway.core import redis_check
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.local import url_file
-from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
+from gateway.core.redis_client import is_unavailable, sync_redis
+from gateway.core.redis_target import RedisTarget
 from gateway.logs import install_redaction
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import WorkerThread, start_worker_thread
@@ -33,6 +34,11 @@ logger = logging.getLogger(__name__)
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long uvicorn lets open requests finish on shutdown. Waiting tool calls end at once with a
 "restarting, call again to re-attach" result, so they finish well within it."""
+
+WORKER_HEALTHCHECK_SECONDS = 30
+"""How long ``--workers N``'s parent waits for a process to answer its health ping (uvicorn's default
+is 5 s). Importing the app takes several seconds on a loaded machine; killed for that, a process
+never started and ``serve --workers`` kept restarting it."""
 
 APP_FACTORY = "gateway.app:served_app"
 """What every gateway process (one, or each of ``--workers N``) imports and calls to get its app."""
@@ -72,16 +78,16 @@ def listening(host: str, port: int, workers: int) -> str:
     return f"humangate running on http://{shown}:{port}{processes} (MCP at /mcp; press CTRL+C to quit)"
 
 
-def check_redis(url: str) -> None:
+def check_redis(target: RedisTarget) -> None:
     """Refuse a Redis that may evict data; warn when it keeps nothing on disk. An unreachable Redis
     is not refused: the gateway starts, reports "unavailable" and works once Redis is back."""
     try:
-        with sync_redis(url) as client:
+        with sync_redis(target) as client:
             problem, warning = redis_check.check(client)
     except Exception as exc:
         if not is_unavailable(exc):
             raise
-        logger.warning("Redis at %s is unreachable (%s); starting anyway", safe_url(url), exc)
+        logger.warning("Redis (%s) is unreachable (%s); starting anyway", target.describe(), exc)
         return
     if problem:
         raise StartError(problem)
@@ -100,17 +106,17 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
     embedded: EmbeddedRedis | None = None
     worker: WorkerThread | None = None
     try:
-        if not settings.redis_url:
+        if not settings.external_redis:
             embedded = EmbeddedRedis(settings.data_dir).start()
             url_file(settings.data_dir).write_text(embedded.url)
             settings = settings.model_copy(update={"redis_url": embedded.url})
             override_settings(settings)
             # Gateway processes of --workers N read their settings from the environment.
             os.environ["HUMANGATE_REDIS_URL"] = embedded.url
-        assert settings.redis_url is not None
-        check_redis(settings.redis_url)
+        target = RedisTarget.of(settings)
+        check_redis(target)
         if with_worker if with_worker is not None else embedded is not None:
-            worker = start_worker_thread(settings.redis_url, configured_channels(settings))
+            worker = start_worker_thread(target, configured_channels(settings))
         config = uvicorn.Config(
             APP_FACTORY,
             factory=True,
@@ -120,6 +126,7 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
             log_level="info",
             log_config=None,  # keep our handlers (and their token redaction)
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
             # The client address that tells anonymous callers apart: X-Forwarded-For only from these.
             forwarded_allow_ips=",".join(settings.trusted_proxies),
         )

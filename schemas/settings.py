@@ -29,6 +29,21 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name, name.lower())
 
 
+def sentinel_address(entry: str) -> tuple[str, int]:
+    """(host, port) of one ``HUMANGATE_REDIS_SENTINELS`` entry (``host:port`` or a URL with both);
+    ``ValueError`` naming the entry and the rule otherwise."""
+    parts = urlsplit(entry if "://" in entry else f"redis://{entry}")
+    if parts.scheme not in ("redis", "rediss"):
+        raise ValueError(f"{entry!r}: a sentinel URL must start with redis:// or rediss://")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None or not 0 < port < 65536:
+        raise ValueError(f"{entry!r}: each sentinel must be host:port, with a port from 1 to 65535")
+    return parts.hostname, port
+
+
 class Settings(BaseSettings):
     """Every tunable of a humangate process; see the README's configuration table."""
 
@@ -38,6 +53,18 @@ class Settings(BaseSettings):
     )
 
     redis_url: str | None = None
+    """``redis://`` or ``rediss://`` (TLS), with an ACL user and password if any. With sentinels:
+    only its scheme, user, password, database and options are used (the sentinels name the host)."""
+    redis_sentinels: CommaList = Field(default_factory=list)
+    """Redis Sentinel addresses, ``host:port,...`` (each may be a ``redis[s]://user:pass@host:port``
+    URL when the sentinels need TLS or an ACL user); set, they name the master humangate uses."""
+    redis_sentinel_master: str = "mymaster"
+    """The name of the master the sentinels watch (``sentinel monitor <name> ...``)."""
+    redis_wait_replicas: int | None = Field(None, ge=0)
+    """Replicas that must hold a new request, a person's answer or a delivery attempt before it is
+    acknowledged (Redis ``WAIT``); default 1 with sentinels, else 0 (no waiting)."""
+    redis_wait_timeout: float = Field(1.0, gt=0)
+    """Seconds one ``WAIT`` for replicas may take; past it, the write is acknowledged anyway (logged)."""
     data_dir: Path = Path(".humangate")
     public_url: str = "http://127.0.0.1:8000"
     allowed_hosts: CommaList = Field(default_factory=list)
@@ -126,6 +153,16 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("redis_sentinels", mode="before")
+    @classmethod
+    def _split_sentinels(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            for entry in value:
+                sentinel_address(str(entry))
+        return value
+
     @field_validator("default_channel")
     @classmethod
     def _known_channel(cls, value: str | None) -> str | None:
@@ -144,6 +181,18 @@ class Settings(BaseSettings):
                     " the largest size (HUMANGATE_MAX_SCHEMA_BYTES, HUMANGATE_MAX_MESSAGE_BYTES) fits"
                 )
         return self
+
+    @property
+    def external_redis(self) -> bool:
+        """Whether a Redis is configured (a URL or sentinels); else ``serve`` embeds one."""
+        return bool(self.redis_url or self.redis_sentinels)
+
+    @property
+    def wait_replicas(self) -> int:
+        """``redis_wait_replicas``, defaulting to 1 with sentinels and 0 without."""
+        if self.redis_wait_replicas is not None:
+            return self.redis_wait_replicas
+        return 1 if self.redis_sentinels else 0
 
     @property
     def public_base(self) -> str:

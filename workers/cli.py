@@ -7,6 +7,7 @@ import sys
 
 from channels.registry import channel_names, configured_channels
 from gateway.core.local import running_embedded_url
+from gateway.core.redis_target import RedisTarget
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import run_worker
 
@@ -15,11 +16,14 @@ logger = logging.getLogger(__name__)
 
 def run_workers(channels_arg: str | None, *, burst: bool) -> int:
     settings = get_settings()
-    url = settings.redis_url or running_embedded_url(settings.data_dir)
-    if url is None:
-        sys.stderr.write("humangate worker: set HUMANGATE_REDIS_URL (or start `humangate serve` first)\n")
-        return 2
-    if url != settings.redis_url:
+    if not settings.external_redis:
+        url = running_embedded_url(settings.data_dir)
+        if url is None:
+            sys.stderr.write(
+                "humangate worker: set HUMANGATE_REDIS_URL or HUMANGATE_REDIS_SENTINELS "
+                "(or start `humangate serve` first)\n"
+            )
+            return 2
         settings = settings.model_copy(update={"redis_url": url})
         override_settings(settings)
     if channels_arg:
@@ -30,5 +34,5 @@ def run_workers(channels_arg: str | None, *, burst: bool) -> int:
             return 2
     else:
         channels = configured_channels(settings)
-    run_worker(url, channels, burst=burst)
+    run_worker(RedisTarget.of(settings), channels, burst=burst)
     return 0

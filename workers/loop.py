@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 from channels.registry import CHANNELS
 from gateway.core.redis_client import async_redis
+from gateway.core.redis_target import RedisTarget
+from gateway.core.replicas import replica_wait
 from gateway.core.store import HumanFunctionStore
 from schemas.settings import Settings, get_settings
 
@@ -30,10 +32,12 @@ class JobLoop:
     """A loop in a daemon thread, with the store and platform clients jobs share."""
 
     def __init__(self, settings: Settings) -> None:
-        if settings.redis_url is None:
-            raise RuntimeError("workers need HUMANGATE_REDIS_URL")
         self.settings = settings
-        self.store = HumanFunctionStore(async_redis(settings.redis_url), retention=settings.result_retention)
+        self.store = HumanFunctionStore(
+            async_redis(RedisTarget.of(settings)),
+            retention=settings.result_retention,
+            replicas=replica_wait(settings),
+        )
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.AsyncExitStack()
         self._loop = asyncio.new_event_loop()

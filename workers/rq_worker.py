@@ -5,6 +5,12 @@ Both are RQ ``SimpleWorker``s: jobs run in the worker's process, on its long-liv
 (``workers.loop``), never in a fork. Both stop after the job in flight (a SIGTERM to
 ``humangate worker``, or the gateway shutting down), and both run the maintenance thread of
 ``workers.recovery`` instead of RQ's scheduler.
+
+RQ's own loop quits on some Redis errors (a timeout, an error outside its wait for jobs), which a
+Sentinel failover produces. ``run_worker`` is therefore a small supervisor: when the loop quits
+without being asked to, it builds the worker again on a fresh connection (which asks the
+sentinels for the current master) and goes on; the job that was running, if any, is recovered by
+``workers.recovery`` like any abandoned job.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from rq.timeouts import TimerDeathPenalty
 from rq.worker import WorkerStatus
 
 from gateway.core.queue import queue_name
-from gateway.core.redis_client import is_unavailable, safe_url, sync_redis
+from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
 from workers.loop import close_job_loop
 from workers.recovery import Maintenance
 
@@ -39,12 +45,26 @@ IDLE_STOP_WAIT = 0.2
 START_RETRY_DELAY = 1.0
 """Seconds between attempts to reach Redis when a worker starts during an outage."""
 
+RESTART_DELAY = 0.5
+"""Seconds before the supervisor builds a worker again after RQ's loop quit on a Redis error."""
+
+CONNECTION_WAIT = 1.0
+"""Seconds RQ waits between attempts to reach Redis while waiting for jobs (its default grows to a
+minute, too slow to follow a failover)."""
+
 STOP_TIMEOUT = 130.0
 """Seconds a stopping gateway waits for its worker thread's job in flight (a job's timeout + 10)."""
 
 
 class HumangateWorker(SimpleWorker):
     """An RQ worker that runs jobs in its own process (they share the process's job loop)."""
+
+    max_connection_wait_time = CONNECTION_WAIT
+
+    @property
+    def stop_requested(self) -> bool:
+        """A signal (or the gateway) asked it to stop: its loop ending is not a failure."""
+        return bool(getattr(self, "_stop_requested", False))
 
 
 class ThreadWorker(HumangateWorker):
@@ -63,10 +83,10 @@ def queues_of(connection: SyncRedis, channels: list[str]) -> list[Queue]:
     return [Queue(queue_name(c), connection=connection, serializer=JSONSerializer) for c in channels]
 
 
-def _worker(cls: type[HumangateWorker], redis_url: str, channels: list[str]) -> HumangateWorker:
+def _worker(cls: type[HumangateWorker], target: RedisTarget, channels: list[str]) -> HumangateWorker:
     """A worker, once Redis answers (RQ talks to Redis as it builds one): a worker started during a
     Redis outage waits for it instead of dying."""
-    connection = sync_redis(redis_url)
+    connection = sync_redis(target)
     waiting = False
     while True:
         try:
@@ -81,31 +101,49 @@ def _worker(cls: type[HumangateWorker], redis_url: str, channels: list[str]) -> 
             if not is_unavailable(exc):
                 raise
             if not waiting:
-                logger.warning("Redis at %s is unavailable (%s); waiting for it", safe_url(redis_url), exc)
+                logger.warning("Redis (%s) is unavailable (%s); waiting for it", target.describe(), exc)
             waiting = True
             time.sleep(START_RETRY_DELAY)
 
 
-def _maintenance(redis_url: str, worker: HumangateWorker, channels: list[str]) -> Maintenance:
+def _maintenance(target: RedisTarget, worker: HumangateWorker, channels: list[str]) -> Maintenance:
     # A connection of its own: RQ raises its worker connection's socket timeout for blocking reads.
-    connection = sync_redis(redis_url)
+    connection = sync_redis(target)
     return Maintenance(connection, worker.name, queues_of(connection, channels))
 
 
-def run_worker(redis_url: str, channels: list[str], *, burst: bool) -> None:
+def run_worker(target: RedisTarget, channels: list[str], *, burst: bool) -> None:
     """Run a worker in this process's main thread until SIGTERM/SIGINT (after the job in flight)
-    or, with ``burst``, until its queues are empty."""
-    worker = _worker(HumangateWorker, redis_url, channels)
-    maintenance = _maintenance(redis_url, worker, channels)
+    or, with ``burst``, until its queues are empty; if RQ's loop quits on its own (a Redis error, a
+    failover), build the worker again and go on."""
+    try:
+        while not _run_once(target, channels, burst=burst):
+            logger.warning("worker loop quit without being asked to; starting it again on a fresh connection")
+            time.sleep(RESTART_DELAY)
+    finally:
+        close_job_loop()
+
+
+def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
+    """One worker's life; True when it ended as asked (a signal, or its queues drained in burst)."""
+    worker = _worker(HumangateWorker, target, channels)
+    maintenance = _maintenance(target, worker, channels)
     maintenance.start()
     logger.info("worker %s on queues %s", worker.name, ", ".join(worker.queue_names()))
     try:
         if burst:
             maintenance.pass_once()
         worker.work(burst=burst, with_scheduler=False, logging_level="INFO")
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        logger.warning("worker %s: Redis failed under it (%s: %s)", worker.name, type(exc).__name__, exc)
+        return worker.stop_requested
     finally:
         maintenance.stop()
-        close_job_loop()
+        worker.connection.close()
+        maintenance.connection.close()
+    return burst or worker.stop_requested
 
 
 class WorkerThread:
@@ -133,11 +171,11 @@ class WorkerThread:
         self.worker.work(burst=False, with_scheduler=False, logging_level="WARNING")
 
 
-def start_worker_thread(redis_url: str, channels: list[str]) -> WorkerThread:
+def start_worker_thread(target: RedisTarget, channels: list[str]) -> WorkerThread:
     """Start a worker on the queues of ``channels`` in a daemon thread of this process."""
-    worker = _worker(ThreadWorker, redis_url, channels)
+    worker = _worker(ThreadWorker, target, channels)
     assert isinstance(worker, ThreadWorker)
-    running = WorkerThread(worker, _maintenance(redis_url, worker, channels))
+    running = WorkerThread(worker, _maintenance(target, worker, channels))
     running.start()
     logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
     return running

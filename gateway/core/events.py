@@ -27,6 +27,7 @@ from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, text
+from gateway.core.redis_target import RedisTarget
 from gateway.core.store import HumanFunctionStore
 from schemas.models import Outcome, Status
 
@@ -109,15 +110,13 @@ class Events:
 
     def __init__(
         self,
-        redis_url: str,
+        target: RedisTarget | str,
         store: HumanFunctionStore,
         poll_interval: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # Its own connection: a blocking read must never wait behind (or hold up) other commands.
-        self._redis: Redis = async_redis(
-            redis_url, socket_timeout=poll_interval + COMMAND_TIMEOUT, pool_size=2
-        )
+        self._redis: Redis = async_redis(target, socket_timeout=poll_interval + COMMAND_TIMEOUT, pool_size=2)
         self._store = store
         self._block_ms = max(1, int(poll_interval * 1000))
         self._clock = clock

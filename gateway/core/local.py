@@ -1,4 +1,5 @@
-"""Finding the Redis a command should use: ``HUMANGATE_REDIS_URL``, the running ``serve``'s
+"""Finding the Redis a command should use: ``HUMANGATE_REDIS_URL`` (or the sentinels of
+``HUMANGATE_REDIS_SENTINELS``), the running ``serve``'s
 embedded one, or a short-lived embedded one on the data directory a ``serve`` already used.
 
 A command never creates a data directory of its own: a key created in a Redis the gateway does not
@@ -15,7 +16,7 @@ from pathlib import Path
 import redis
 
 from gateway.core.embedded import EmbeddedRedis
-from gateway.core.redis_client import safe_url
+from gateway.core.redis_target import RedisTarget
 from schemas.settings import get_settings
 
 URL_FILE = "redis.url"
@@ -54,18 +55,19 @@ def has_data(data_dir: Path) -> bool:
 
 
 @contextlib.contextmanager
-def local_redis() -> Iterator[tuple[str, str]]:
-    """Yield (Redis URL, which Redis that is in words) for a one-off command, starting the embedded
-    server on an existing data directory only if no gateway runs on it; ``NoLocalRedis`` if there
-    is nothing to use."""
+def local_redis() -> Iterator[tuple[RedisTarget, str]]:
+    """Yield (where Redis is, which Redis that is in words) for a one-off command, starting the
+    embedded server on an existing data directory only if no gateway runs on it; ``NoLocalRedis``
+    if there is nothing to use."""
     settings = get_settings()
-    if settings.redis_url:
-        yield settings.redis_url, f"the Redis of HUMANGATE_REDIS_URL ({safe_url(settings.redis_url)})"
+    if settings.external_redis:
+        target = RedisTarget.of(settings)
+        yield target, f"the configured Redis ({target.describe()})"
         return
     data_dir = settings.data_dir.resolve()
     url = running_embedded_url(settings.data_dir)
     if url is not None:
-        yield url, f"the embedded Redis of the humangate serve running with data in {data_dir}"
+        yield RedisTarget(url), f"the embedded Redis of the humangate serve running with data in {data_dir}"
         return
     if not has_data(settings.data_dir):
         raise NoLocalRedis(
@@ -74,4 +76,7 @@ def local_redis() -> Iterator[tuple[str, str]]:
             "or HUMANGATE_REDIS_URL to the Redis the gateway uses)"
         )
     with EmbeddedRedis(settings.data_dir) as server:
-        yield server.url, f"the embedded Redis data in {data_dir} (humangate serve is not running)"
+        yield (
+            RedisTarget(server.url),
+            f"the embedded Redis data in {data_dir} (humangate serve is not running)",
+        )

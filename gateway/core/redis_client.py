@@ -5,6 +5,11 @@ redis-py's own defaults suit none of humangate's processes: ten retries with bac
 packets, and a blocking read with no socket timeout waits forever. Every client humangate opens
 comes from here, so a dead connection is noticed within ``DEAD_PEER_SECONDS`` and a command fails
 (or succeeds on a fresh connection) within a few seconds; the callers decide what to do next.
+
+A ``RedisTarget`` (``gateway.core.redis_target``) says where Redis is: one URL, or the master named
+by Redis Sentinels. Sentinel-managed pools ask the sentinels for the master on every new connection
+and drop a connection that finds the old master demoted (``ReadOnlyError``), so a failover costs a
+failed command or two, and the next one runs on the new master.
 """
 
 from __future__ import annotations
@@ -14,18 +19,23 @@ import functools
 import socket
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from redis import Redis as SyncRedis
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry as AsyncRetry
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelPool
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import BusyLoadingError, ReadOnlyError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
+from gateway.core.redis_target import SENTINEL_TIMEOUT, RedisTarget, safe_url
 from schemas.errors import StoreUnavailableError
+
+__all__ = ["RedisTarget", "async_redis", "safe_url", "sync_redis"]
 
 COMMAND_TIMEOUT = 3.0
 """Seconds one command may wait for its reply before its connection is dropped as dead (humangate's
@@ -91,24 +101,88 @@ def _common(socket_timeout: float) -> dict[str, Any]:
     }
 
 
-def async_redis(url: str, *, socket_timeout: float = COMMAND_TIMEOUT, pool_size: int = POOL_SIZE) -> Redis:
+class _BlockingSentinelPool(AsyncSentinelPool, BlockingConnectionPool):
+    """A Sentinel-managed pool on which a burst waits for a free connection (as the plain one does),
+    and which closes its sentinels' clients with itself."""
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.sentinel_manager.aclose()
+
+
+class _SentinelPool(SentinelConnectionPool):
+    """A synchronous Sentinel-managed pool that closes its sentinels' clients with itself."""
+
+    def disconnect(self, inuse_connections: bool = True) -> None:
+        super().disconnect(inuse_connections)
+        if inuse_connections:  # the client closes (a new master only drops idle connections)
+            for sentinel in self.sentinel_manager.sentinels:
+                sentinel.close()
+
+
+def _sentinel_kwargs(target: RedisTarget) -> dict[str, Any]:
+    return {
+        "socket_timeout": SENTINEL_TIMEOUT,
+        "socket_connect_timeout": SENTINEL_TIMEOUT,
+        "driver_info": None,
+        **target.sentinel_options(),
+    }
+
+
+def as_target(target: RedisTarget | str) -> RedisTarget:
+    """A target, from itself or from a plain URL."""
+    return target if isinstance(target, RedisTarget) else RedisTarget(target)
+
+
+def async_redis(
+    target: RedisTarget | str, *, socket_timeout: float = COMMAND_TIMEOUT, pool_size: int = POOL_SIZE
+) -> Redis:
     """An asyncio client on a blocking pool: a burst waits for a free connection (up to
     ``socket_timeout``) instead of failing with "Too many connections"."""
-    pool = BlockingConnectionPool.from_url(
-        url,
+    target = as_target(target)
+    retry = AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES)
+    if not target.is_sentinel:
+        pool = BlockingConnectionPool.from_url(
+            target.url,
+            max_connections=pool_size,
+            timeout=socket_timeout,
+            retry=retry,
+            **_common(socket_timeout),
+        )
+        return Redis.from_pool(pool)
+    sentinel = AsyncSentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
+    client: Redis = sentinel.master_for(
+        target.master,
+        redis_class=Redis,
+        connection_pool_class=_BlockingSentinelPool,
         max_connections=pool_size,
         timeout=socket_timeout,
-        retry=AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES),
-        **_common(socket_timeout),
+        retry=retry,
+        **(_common(socket_timeout) | target.master_options()),
     )
-    return Redis.from_pool(pool)
+    return client
 
 
-def sync_redis(url: str, *, socket_timeout: float = COMMAND_TIMEOUT) -> SyncRedis:
+def sync_redis(target: RedisTarget | str, *, socket_timeout: float = COMMAND_TIMEOUT) -> SyncRedis:
     """A synchronous client (RQ workers, CLI commands) with the same fault settings."""
-    return SyncRedis.from_url(
-        url, retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES), **_common(socket_timeout)
+    target = as_target(target)
+    retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES)
+    if not target.is_sentinel:
+        return SyncRedis.from_url(target.url, retry=retry, **_common(socket_timeout))
+    sentinel = Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
+    client: SyncRedis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        target.master,
+        redis_class=SyncRedis,
+        connection_pool_class=_SentinelPool,
+        retry=retry,
+        **(_common(socket_timeout) | target.master_options()),
     )
+    return client
+
+
+def sentinel_of(target: RedisTarget) -> Sentinel:
+    """A synchronous client of the sentinels themselves (``doctor`` asks them about the topology)."""
+    return Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -119,13 +193,6 @@ def is_unavailable(exc: BaseException) -> bool:
 def text(value: object) -> str:
     """A value read from Redis as text (replies are bytes unless a client decodes them)."""
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def safe_url(url: str) -> str:
-    """A Redis URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 P = ParamSpec("P")

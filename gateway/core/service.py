@@ -241,7 +241,11 @@ class HumanFunctionService:
     async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
         update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
         ended = await self.store.finish(
-            hf.id, outcome, update, retain=retain and self.settings.result_retention > 0
+            hf.id,
+            outcome,
+            update,
+            retain=retain and self.settings.result_retention > 0,
+            replicated=retain,  # a person's answer: on the replicas before the person is told
         )
         ENDED.labels(status=ended.status.value).inc()
         return ended

@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from gateway.core import redis_keys as keys
 from gateway.core import store_scripts as scripts
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
+from gateway.core.replicas import ReplicaWait
 from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome, Status
 from schemas.results import TIMED_OUT_REASON, expired_outcome
@@ -90,9 +93,11 @@ def _doc(hf: HumanFunction) -> str:
 class HumanFunctionStore:
     """All reads and writes of Human Functions; every key it writes has a TTL."""
 
-    def __init__(self, redis: Redis, *, retention: float = 0.0) -> None:
+    def __init__(self, redis: Redis, *, retention: float = 0.0, replicas: ReplicaWait | None = None) -> None:
         self.redis = redis
         self.retention = retention
+        self.replicas = replicas
+        """``WAIT`` for replicas after the writes that must survive a failover (``gateway.core.replicas``)."""
         self._create = redis.register_script(scripts.CREATE)
         self._finish = redis.register_script(scripts.FINISH)
         self._reap = redis.register_script(scripts.REAP)
@@ -142,8 +147,10 @@ class HumanFunctionStore:
         if hf.full_deadline is not None:
             args["full_deadline"] = repr(hf.full_deadline)
             args["full_expire_reason"] = full_expire_reason
-        result = await self._create(
-            keys=[
+        result = await self._replicated(
+            "a new request",
+            self._create,
+            [
                 keys.human_function(hf.id),
                 keys.attach(fingerprint),
                 keys.PENDING,
@@ -153,7 +160,7 @@ class HumanFunctionStore:
                 keys.kept(hf.owner),
                 keys.kept_bytes(hf.owner),
             ],
-            args=[scripts.json_argument(args), *flatten(delivery)],
+            [scripts.json_argument(args), *flatten(delivery)],
         )
         verdict, fields = result[0], result[1]
         if text(verdict) == "limited":
@@ -187,7 +194,13 @@ class HumanFunctionStore:
 
     @store_operation
     async def finish(
-        self, hf_id: str, outcome: Outcome, update: list[Command], *, retain: bool
+        self,
+        hf_id: str,
+        outcome: Outcome,
+        update: list[Command],
+        *,
+        retain: bool,
+        replicated: bool = False,
     ) -> HumanFunction:
         """End a pending function with ``outcome``; an answer or withdrawal at or after its deadline
         ends it as expired instead (``expired_outcome``, with the request's own stored reason).
@@ -195,7 +208,8 @@ class HumanFunctionStore:
         ``update`` (the update job) is queued when a message may show the request; ``retain`` keeps
         the result for the next identical call until one returns it. Returns the ended function
         (its status says which outcome won). Raises ``AlreadyAnsweredError`` / ``ExpiredError`` if
-        it had ended before, and changes nothing.
+        it had ended before, and changes nothing. ``replicated``: return only once the replicas hold
+        the ending (a person's answer, ``gateway.core.replicas``).
         """
         args = scripts.FinishArgs(
             id=hf_id,
@@ -210,9 +224,11 @@ class HumanFunctionStore:
             owned_kept_prefix=keys.KEPT_PREFIX,
             owned_kept_bytes_prefix=keys.KEPT_BYTES_PREFIX,
         )
-        result = await self._finish(
-            keys=[keys.human_function(hf_id), keys.PENDING, keys.EVENTS, keys.UNSYNCED],
-            args=[scripts.json_argument(args), *flatten(update)],
+        result = await self._replicated(
+            "an answer" if replicated else None,
+            self._finish,
+            [keys.human_function(hf_id), keys.PENDING, keys.EVENTS, keys.UNSYNCED],
+            [scripts.json_argument(args), *flatten(update)],
         )
         verdict, detail = text(result[0]), result[1]
         if verdict == "missing":
@@ -287,8 +303,40 @@ class HumanFunctionStore:
 
     @store_operation
     async def count_delivery_attempt(self, hf_id: str) -> int:
-        """Count one more start of the deliver job; returns the count including this one."""
-        return int(await self.redis.hincrby(keys.human_function(hf_id), "attempts", 1))
+        """Count one more start of the deliver job; returns the count including this one. Counted on
+        the replicas too before a post is attempted, so a retry after a failover sees it and looks
+        for the earlier post instead of posting again."""
+        if self.replicas is None:
+            return int(await self.redis.hincrby(keys.human_function(hf_id), "attempts", 1))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrby(keys.human_function(hf_id), "attempts", 1)
+            pipe.execute_command(*self.replicas.command())
+            count, acked = await pipe.execute()
+        self.replicas.acknowledged(int(acked), "a delivery attempt")
+        return int(count)
+
+    async def _replicated(
+        self, what: str | None, script: AsyncScript, keys: list[str], args: list[Any]
+    ) -> Any:
+        """Run ``script``, then (for ``what`` that must survive a failover) ``WAIT`` for the replicas
+        on the same connection, in one round trip."""
+        if what is None or self.replicas is None:
+            return await script(keys=keys, args=args)
+        for _ in range(2):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                pipe.execute_command(*self.replicas.command())
+                result, acked = await pipe.execute(raise_on_error=False)
+            if isinstance(result, NoScriptError):  # a new master (or a restart) without the script yet
+                await self.redis.script_load(script.script)
+                continue
+            if isinstance(result, Exception):
+                raise result
+            if isinstance(acked, Exception):
+                raise acked
+            self.replicas.acknowledged(int(acked), what)
+            return result
+        raise NoScriptError(f"the script for {what} could not be loaded")
 
     @store_operation
     async def synced(self, hf_id: str) -> None:

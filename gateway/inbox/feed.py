@@ -28,6 +28,7 @@ from channels.pages import item_of
 from gateway.core import redis_keys as keys
 from gateway.core.events import newest_event_id
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, is_unavailable, text
+from gateway.core.redis_target import RedisTarget
 from gateway.core.store import HumanFunctionStore
 from gateway.inbox.sessions import OperatorSessions, Session
 from schemas.errors import StoreUnavailableError, UnknownRequestError
@@ -117,7 +118,7 @@ async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes]) -> str |
 
 
 async def live_updates(
-    redis_url: str,
+    target: RedisTarget,
     store: HumanFunctionStore,
     sessions: OperatorSessions,
     session: Session,
@@ -125,7 +126,7 @@ async def live_updates(
     clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[str]:
     """The events of one open inbox page, until it closes, its session ends, or its lifetime is up."""
-    reader: Redis = async_redis(redis_url, socket_timeout=HEARTBEAT_SECONDS + COMMAND_TIMEOUT, pool_size=1)
+    reader: Redis = async_redis(target, socket_timeout=HEARTBEAT_SECONDS + COMMAND_TIMEOUT, pool_size=1)
     started = last_check = time.monotonic()
     try:
         yield f"retry: {RECONNECT_MS}\n\n"

@@ -224,8 +224,7 @@ async def events(request: Request) -> Response:
     except StoreUnavailableError as exc:
         logger.warning("inbox stream refused: %s", exc)
         return Response("the store is unavailable; retrying\n", 503, busy)
-    redis_url = runtime.settings.redis_url or ""
-    updates = live_updates(redis_url, runtime.store, sessions, session, stream_id, runtime.service.clock)
+    updates = live_updates(runtime.target, runtime.store, sessions, session, stream_id, runtime.service.clock)
     return StreamingResponse(STREAMS.counted(updates), media_type="text/event-stream", headers=headers)
 
 

@@ -23,6 +23,7 @@ from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
+from gateway.core.redis_target import RedisTarget
 from schemas.errors import InvalidJsonError, StoreUnavailableError
 from schemas.json_text import read_json
 
@@ -55,9 +56,9 @@ def is_reply(body: bytes) -> bool:
 class ReplyRouter:
     """This process's inbox of carried replies, and the notes of which process waits for which."""
 
-    def __init__(self, redis_url: str) -> None:
+    def __init__(self, target: RedisTarget) -> None:
         self.inbox = uuid.uuid4().hex
-        self._redis: Redis = async_redis(redis_url, socket_timeout=COMMAND_TIMEOUT + 30, pool_size=4)
+        self._redis: Redis = async_redis(target, socket_timeout=COMMAND_TIMEOUT + 30, pool_size=4)
         self._task: asyncio.Task[None] | None = None
 
     @contextlib.asynccontextmanager
