@@ -37,6 +37,11 @@ GRACEFUL_SHUTDOWN_SECONDS = 5
 """How long uvicorn lets open requests finish on shutdown. Waiting tool calls end at once with a
 "restarting, call again to re-attach" result, so they finish well within it."""
 
+WORKER_HEALTHCHECK_SECONDS = 30
+"""How long ``--workers N``'s parent waits for a process to answer its health ping (uvicorn's default
+is 5 s). Importing the app takes several seconds on a loaded machine; killed for that, a process
+never started and ``serve --workers`` kept restarting it."""
+
 APP_FACTORY = "gateway.app:served_app"
 """What every gateway process (one, or each of ``--workers N``) imports and calls to get its app."""
 
@@ -130,6 +135,7 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
             log_level="info",
             log_config=None,  # keep our handlers (and their token redaction)
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
             # The client address that tells anonymous callers apart: X-Forwarded-For only from these.
             forwarded_allow_ips=",".join(settings.trusted_proxies),
         )

@@ -32,6 +32,8 @@ ROOMY = {
     "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000",
     "HUMANGATE_MAX_PENDING": "100000",
     "HUMANGATE_ANONYMOUS_MAX_PENDING": "100000",
+    "HUMANGATE_ANONYMOUS_MAX_SESSIONS": "100000",
+    "HUMANGATE_MAX_SESSIONS": "100000",
 }
 """Settings that keep the per-caller limits out of the way of a test that opens many requests
 (the limits themselves are tested in tests/gateway/test_isolation.py)."""

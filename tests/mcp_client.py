@@ -16,6 +16,20 @@ Era = Literal["legacy", "2026-07-28"]
 
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
 
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""The headers of a raw JSON-RPC POST to ``/mcp`` (a test that speaks below the SDK)."""
+INITIALIZE: dict[str, object] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A raw 2025-11-25 ``initialize`` request: it opens a session."""
+
 
 @dataclass
 class Progress:

@@ -223,12 +223,14 @@ def assert_lands(target: Path, anchor: str, where: str) -> None:
     assert not anchor or anchor in anchors(target), f"{where} points to a missing #{anchor}"
 
 
+NOT_OURS = {"node_modules", ".venv", "__pycache__"}
+"""Folders under the sources that hold other projects' files (tests/js/node_modules, a venv)."""
+
+
 def source_files() -> Iterator[Path]:
     for folder in SOURCES:
         for path in (ROOT / folder).rglob("*"):
-            # tests/js/node_modules (the TypeScript SDK client's packages, installed by scripts/test)
-            # is not ours: its READMEs point into their own repositories.
-            if path.suffix in (".py", ".md", ".yaml") and "node_modules" not in path.parts:
+            if path.suffix in (".py", ".md", ".yaml") and not NOT_OURS & set(path.relative_to(ROOT).parts):
                 yield path
     yield from ROOT.glob("*.md")
 

@@ -132,7 +132,7 @@ def read_activity(body: bytes) -> dict[str, Any]:
     except InvalidJsonError as exc:
         # "not JSON" first, as before the bounded reader, then the rule it broke.
         raise SignatureError(
-            f"the body is not JSON ({exc.rule}), so it is not a Bot Framework activity"
+            f"the body is not JSON (it {exc.rule}), so it is not a Bot Framework activity"
         ) from None
     if not isinstance(activity, dict):
         raise SignatureError("the body is not a JSON object, so it is not a Bot Framework activity")

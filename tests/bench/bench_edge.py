@@ -59,18 +59,8 @@ from tests.fakes import discord_interactions, slack_callbacks, teams_activities
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import FakeTeams
+from tests.mcp_client import INITIALIZE, MCP_HEADERS
 
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "b", "version": "1"},
-    },
-}
 ADDRESS = "10.16.0.1"
 """The one anonymous client address of part (s)."""
 
@@ -136,7 +126,7 @@ async def sessions_part(opts: argparse.Namespace, redis_url: str, work_dir: Path
             f"of {opts.workers} process(es)"
         )
         limits = httpx.Limits(max_connections=opts.sessions, max_keepalive_connections=0)
-        headers = ACCEPT | {"X-Forwarded-For": ADDRESS}
+        headers = MCP_HEADERS | {"X-Forwarded-For": ADDRESS}
         async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT, limits=limits) as client:
             responses = await asyncio.gather(
                 *(
@@ -186,7 +176,7 @@ async def bodies_part(opts: argparse.Namespace, redis_url: str, work_dir: Path) 
             gateway_at(redis_url, opts.root, work_dir, "bodies", 1, env) as url,
             httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT) as client,
         ):
-            opened = await client.post("/mcp", json=INITIALIZE, headers=ACCEPT)
+            opened = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
             if opened.status_code != 200:
                 raise BenchError(f"could not open a session: {opened.status_code} {opened.text[:200]}")
             session = {
@@ -197,9 +187,11 @@ async def bodies_part(opts: argparse.Namespace, redis_url: str, work_dir: Path) 
 
             async def post(route: str, body: bytes) -> int:
                 if route == "/mcp 2025-11-25":
-                    return (await client.post("/mcp", content=body, headers=ACCEPT | session)).status_code
+                    return (
+                        await client.post("/mcp", content=body, headers=MCP_HEADERS | session)
+                    ).status_code
                 if route == "/mcp 2026-07-28":
-                    modern = ACCEPT | {"MCP-Protocol-Version": "2026-07-28"}
+                    modern = MCP_HEADERS | {"MCP-Protocol-Version": "2026-07-28"}
                     return (await client.post("/mcp", content=body, headers=modern)).status_code
                 if route == "/v1/requests":
                     json_type = {"Content-Type": "application/json"}

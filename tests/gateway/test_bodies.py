@@ -18,19 +18,9 @@ from tests.fakes import discord_interactions, slack_callbacks, teams_activities
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import FakeTeams
+from tests.mcp_client import INITIALIZE, MCP_HEADERS
 
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-MODERN = ACCEPT | {"MCP-Protocol-Version": "2026-07-28"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+MODERN = MCP_HEADERS | {"MCP-Protocol-Version": "2026-07-28"}
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -49,14 +39,14 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
 
 
 async def open_session(client: httpx.AsyncClient, gateway: GatewayProcess) -> str:
-    response = await client.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=ACCEPT)
+    response = await client.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS)
     assert response.status_code == 200, response.text
     session_id: str = response.headers["mcp-session-id"]
     return session_id
 
 
 def legacy(session_id: str) -> dict[str, str]:
-    return ACCEPT | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+    return MCP_HEADERS | {"mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
 
 
 @pytest.fixture
@@ -73,7 +63,7 @@ async def test_no_body_gets_a_5xx_on_any_route_in_either_era(
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
         session_id = await open_session(client, gateway)
         for kind, (body, rule) in HOSTILE.items():
-            for era, headers in (("2025-11-25", legacy(session_id)), ("none", ACCEPT), ("2026", MODERN)):
+            for era, headers in (("2025-11-25", legacy(session_id)), ("none", MCP_HEADERS), ("2026", MODERN)):
                 mcp = await client.post("/mcp", content=body, headers=headers)
                 assert mcp.status_code == 400, (kind, era, mcp.text)
                 assert mcp.json()["error"] == {"code": -32700, "message": f"Parse error: body: {rule}"}
@@ -169,7 +159,7 @@ async def test_a_lone_surrogate_outside_a_tools_arguments_is_a_parse_error_namin
     gateway = start_gateway()
     opening = json.dumps(INITIALIZE).replace('"name": "t"', '"name": "t\\ud800"').encode()
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
-        response = await client.post("/mcp", content=opening, headers=ACCEPT)
+        response = await client.post("/mcp", content=opening, headers=MCP_HEADERS)
     assert response.status_code == 400
     rule = "params.clientInfo.name: must be valid Unicode text (it holds a lone surrogate)"
     assert response.json()["error"] == {"code": -32700, "message": f"Parse error: {rule}"}

@@ -27,7 +27,7 @@ from gateway.core.redis_client import text
 from tests.conftest import GatewayProcess, StartGateway
 from tests.faults import TcpProxy, proxy_to
 from tests.gateway.flows import WAIT, post_form, start_call
-from tests.mcp_client import ERAS, Era, text_of
+from tests.mcp_client import ERAS, INITIALIZE, MCP_HEADERS, Era, text_of
 
 pytestmark = pytest.mark.slow
 
@@ -114,19 +114,9 @@ async def hdel_calls(redis_url: str) -> int:
 
 async def legacy_session(base_url: str) -> str:
     """A 2025-11-25 session opened by hand (initialize, then initialized): its id."""
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    headers = dict(MCP_HEADERS)
     async with httpx.AsyncClient(timeout=WAIT) as http:
-        opened = await http.post(f"{base_url}/mcp", json=initialize, headers=headers)
+        opened = await http.post(f"{base_url}/mcp", json=INITIALIZE, headers=headers)
         assert opened.status_code == 200, opened.text
         session = opened.headers["mcp-session-id"]
         headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}

@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from gateway.core import redis_keys as keys
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import start_call
-from tests.mcp_client import call_elicit, text_of
+from tests.mcp_client import INITIALIZE, call_elicit, text_of
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -105,20 +105,10 @@ async def test_past_the_pending_limit_mcp_returns_the_exact_text(start_gateway: 
 
 async def test_sessions_are_capped_per_anonymous_address(start_gateway: StartGateway) -> None:
     gateway = start_gateway()
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
 
         async def open_session(address: str) -> httpx.Response:
-            return await http.post("/mcp", json=initialize, headers=MCP_HEADERS | client(address))
+            return await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS | client(address))
 
         opened = [await open_session("10.0.0.9") for _ in range(20)]
         assert all(r.status_code == 200 for r in opened)

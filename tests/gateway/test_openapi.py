@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import StartGateway
 from tests.gateway.mcp_openapi import mcp_openapi
+from tests.mcp_client import INITIALIZE
+from tests.mcp_client import MCP_HEADERS as JSON_RPC
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 SCHEMATHESIS_TIMEOUT = 240
@@ -34,17 +36,6 @@ RAW_ELICIT = (
     b'{"message": "a\\ud800", "schema": {"type": "object", "properties": {}}, "uiType": "web"}}}'
 )
 """A 2026-07-28 ``tools/call`` of ``elicit`` whose message holds a lone surrogate (JSON escape)."""
-ACCEPT_BOTH = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @pytest.mark.slow
@@ -99,7 +90,7 @@ def test_schemathesis_finds_no_server_error_on_mcp_with_a_session(
 ) -> None:
     # Calls that open a request wait 1 s, so valid ones end quickly; the cap of sessions is no limit here.
     gateway = start_gateway(HUMANGATE_ANONYMOUS_TIMEOUT="1", HUMANGATE_POLL_INTERVAL="1")
-    opened = httpx.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=ACCEPT_BOTH, timeout=30)
+    opened = httpx.post(f"{gateway.url}/mcp", json=INITIALIZE, headers=JSON_RPC, timeout=30)
     assert opened.status_code == 200, opened.text
     if era == "2025-11-25":
         headers = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": era}
@@ -129,7 +120,7 @@ def test_schemathesis_finds_no_server_error_on_mcp_with_a_session(
         "--report-dir",
         str(tmp_path / "report"),
     ]
-    for name, value in (ACCEPT_BOTH | headers).items():
+    for name, value in (JSON_RPC | headers).items():
         command += ["-H", f"{name}: {value}"]
     run = subprocess.run(
         command, cwd=tmp_path, capture_output=True, text=True, timeout=SCHEMATHESIS_TIMEOUT, check=False

@@ -21,22 +21,11 @@ from gateway.core.redis_client import text
 from gateway.mcp.session_registry import SESSION_TTL
 from tests.conftest import GatewayProcess, StartGateway
 from tests.gateway.flows import post_form
-from tests.mcp_client import text_of
+from tests.mcp_client import INITIALIZE, MCP_HEADERS, text_of
 from tests.mcp_tasks import form_callback
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ACCEPT = {"hg-action": "accept", "f.approved": "true"}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 class Alternating(httpx.AsyncBaseTransport):
