@@ -268,8 +268,12 @@ def teams() -> Iterator[FakeTeams]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that uses the browser is a browser test, marked or not: ``scripts/test --quick`` leaves
-    out the ``browser`` and ``slow`` tests."""
+    """A test that uses the browser is a browser test, and one that starts gateway or worker
+    processes a process test, marked or not: ``scripts/test --quick`` leaves out the ``browser``,
+    ``process`` and ``slow`` tests."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if "start_gateway" in fixtures or "start_worker" in fixtures:
+            item.add_marker(pytest.mark.process)
