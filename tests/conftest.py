@@ -24,8 +24,9 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import FakeTeams
 
-START_TIMEOUT = 30.0
-"""Seconds a gateway process may take to answer /healthz."""
+START_TIMEOUT = 90.0
+"""Seconds a gateway process may take to answer /healthz: only a bound on failure. Under coverage on
+a loaded machine, ``serve --workers 2`` took over 30 s (two processes importing the app at once)."""
 
 ROOMY = {
     "HUMANGATE_RATE_LIMIT": "100000",
@@ -267,8 +268,12 @@ def teams() -> Iterator[FakeTeams]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that uses the browser is a browser test, marked or not: ``scripts/test --quick`` leaves
-    out the ``browser`` and ``slow`` tests."""
+    """A test that uses the browser is a browser test, and one that starts gateway or worker
+    processes a process test, marked or not: ``scripts/test --quick`` leaves out the ``browser``,
+    ``process`` and ``slow`` tests."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if "start_gateway" in fixtures or "start_worker" in fixtures:
+            item.add_marker(pytest.mark.process)
