@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import SecretStr
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from schemas.settings import Settings
 from tests.fakes.server import Call, FakeServer
 
 TOKEN = "xoxb-fake-bot-token"
@@ -81,6 +83,18 @@ class FakeSlack:
             "HUMANGATE_SLACK_CHANNEL": CHANNEL,
             "HUMANGATE_SLACK_API_URL": self.api_url,
         } | extra
+
+    def settings(self, base: Settings) -> Settings:
+        """``base`` with Slack pointed at this fake, for code run in the test's own process (what
+        ``env`` is for a gateway process)."""
+        return base.model_copy(
+            update={
+                "slack_bot_token": SecretStr(self.token),
+                "slack_signing_secret": SecretStr(SIGNING_SECRET),
+                "slack_channel": CHANNEL,
+                "slack_api_url": self.api_url,
+            }
+        )
 
     def post_calls(self) -> list[Call]:
         """Every ``chat.postMessage`` request received, answered or not."""

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from pydantic import SecretStr
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from rq import Queue
@@ -24,7 +23,7 @@ from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore, Opened
 from schemas.models import Action, Answer, Status
 from schemas.settings import Settings, override_settings
-from tests.fakes.slack import SIGNING_SECRET, FakeSlack
+from tests.fakes.slack import FakeSlack
 from workers.jobs import delivery_failed
 from workers.loop import close_job_loop, job_loop
 from workers.rq_worker import ThreadWorker
@@ -53,14 +52,7 @@ class Setup:
 
 @pytest.fixture
 async def setup(settings: Settings, slack: FakeSlack) -> AsyncIterator[Setup]:
-    configured = settings.model_copy(
-        update={
-            "slack_bot_token": SecretStr(slack.token),
-            "slack_signing_secret": SecretStr(SIGNING_SECRET),
-            "slack_channel": "C123",
-            "slack_api_url": slack.api_url,
-        }
-    )
+    configured = slack.settings(settings)
     override_settings(configured)
     assert configured.redis_url is not None
     redis, sync = Redis.from_url(configured.redis_url), SyncRedis.from_url(configured.redis_url)

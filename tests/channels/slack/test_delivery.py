@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 import yaml
-from pydantic import SecretStr
 from redis.asyncio import Redis
 
 from gateway.core.callers import ANONYMOUS_CALLER
@@ -19,7 +18,7 @@ from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError
 from schemas.settings import Settings, override_settings
 from tests.conftest import StartGateway, run_cli
-from tests.fakes.slack import MANIFEST, SIGNING_SECRET, FakeSlack
+from tests.fakes.slack import MANIFEST, FakeSlack
 from tests.gateway.flows import start_call
 from workers import jobs
 from workers.loop import close_job_loop
@@ -30,14 +29,7 @@ APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "
 @pytest.fixture
 async def service(settings: Settings, slack: FakeSlack) -> AsyncIterator[HumanFunctionService]:
     """The service of a process whose Slack is the fake (the jobs read the same settings)."""
-    configured = settings.model_copy(
-        update={
-            "slack_bot_token": SecretStr(slack.token),
-            "slack_signing_secret": SecretStr(SIGNING_SECRET),
-            "slack_channel": "C123",
-            "slack_api_url": slack.api_url,
-        }
-    )
+    configured = slack.settings(settings)
     override_settings(configured)
     assert configured.redis_url is not None
     redis = Redis.from_url(configured.redis_url)
