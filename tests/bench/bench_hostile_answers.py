@@ -35,7 +35,15 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.core.embedded import EmbeddedRedis, free_port
-from tests.bench.harness import exit_cleanly_on_sigterm, gateway_env, spawn_gateway, wait_ready
+from tests.bench.harness import (
+    exit_cleanly_on_sigterm,
+    gateway_env,
+    note,
+    out,
+    percentile,
+    spawn_gateway,
+    wait_ready,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 """This checkout: the gateway runs ``python -m gateway.cli`` from here unless ``--root`` says."""
@@ -46,23 +54,6 @@ HOSTILE_VALUE = "a" * 60 + "!"
 
 PROBE_TIMEOUT = 120.0
 """Seconds one /healthz probe may take (a frozen gateway on the old code took ~20 s)."""
-
-
-def out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def note(line: str) -> None:
-    sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {line}\n")
-    sys.stderr.flush()
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * pct // 100))
-    return ordered[int(rank) - 1]
 
 
 def figures(seconds: list[float]) -> dict[str, Any]:

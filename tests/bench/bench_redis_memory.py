@@ -42,7 +42,14 @@ from redis.asyncio import Redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.core.embedded import EmbeddedRedis, free_port
-from tests.bench.harness import exit_cleanly_on_sigterm, gateway_env, spawn_gateway, wait_ready
+from tests.bench.harness import (
+    exit_cleanly_on_sigterm,
+    gateway_env,
+    note,
+    out,
+    spawn_gateway,
+    wait_ready,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 """This checkout: the gateway runs ``python -m gateway.cli`` from here unless ``--root`` says."""
@@ -51,16 +58,6 @@ REAL_RATE_LIMIT = 20
 """New requests per minute of one anonymous address by default (``HUMANGATE_ANONYMOUS_RATE_LIMIT``)."""
 
 MIB = 1 << 20
-
-
-def out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def note(line: str) -> None:
-    sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {line}\n")
-    sys.stderr.flush()
 
 
 def schema_of(size: int) -> dict[str, Any]:
