@@ -36,6 +36,7 @@ from schemas.errors import (
     NotConfiguredError,
     RateLimitedError,
     SignatureError,
+    SignInError,
     StoreUnavailableError,
     UnknownRequestError,
 )
@@ -48,6 +49,7 @@ STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
     (NotConfiguredError, 422),
     (AuthError, 401),
     (SignatureError, 401),
+    (SignInError, 403),
     (UnknownRequestError, 404),
     (ClosedError, 409),
     (DeliveryError, 502),
