@@ -171,8 +171,9 @@ class Provider:
             )
             claims.validate(leeway=LEEWAY_SECONDS)
         except (JoseError, ValueError) as exc:
-            logger.warning("refused an ID token: %s", type(exc).__name__)
-            raise SignInError(f"the ID token did not verify ({type(exc).__name__})") from exc
+            why = (getattr(exc, "description", "") or getattr(exc, "error", "") or type(exc).__name__).lower()
+            logger.warning("refused an ID token: %s", why)
+            raise SignInError(f"the ID token did not verify ({why})") from exc
         return dict(claims)
 
 

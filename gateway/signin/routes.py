@@ -19,6 +19,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from channels.display import sentence_case
 from channels.pages import new_nonce, page_headers, page_response, render_notice_page, verify_same_origin
 from gateway.runtime import Runtime
 from gateway.signin.provider import Provider
@@ -101,7 +102,7 @@ async def sign_in(request: Request) -> Response:
     except StoreUnavailableError:
         return _page(nonce, 503, "Signing in is not possible right now.", "Try again in a few seconds.")
     except SignInError as exc:
-        return _page(nonce, 502, "Signing in is not possible right now.", f"{str(exc).capitalize()}.")
+        return _page(nonce, 502, "Signing in is not possible right now.", f"{sentence_case(str(exc))}.")
     response = RedirectResponse(url, status_code=303, headers=page_headers(nonce))
     response.set_cookie(
         SIGN_IN_COOKIE,
@@ -146,7 +147,7 @@ async def callback(request: Request) -> Response:
     except StoreUnavailableError:
         return _page(nonce, 503, "Signing in is not possible right now.", "Try again in a few seconds.")
     except SignInError as exc:
-        return _page(nonce, 403, "You could not be signed in.", f"{str(exc).capitalize()}.")
+        return _page(nonce, 403, "You could not be signed in.", f"{sentence_case(str(exc))}.")
     response = RedirectResponse(pending.next, status_code=303, headers=page_headers(nonce))
     response.set_cookie(
         COOKIE,
