@@ -86,6 +86,11 @@ async def test_a_form_asks_for_sign_in_and_the_person_comes_back_to_it_signed_in
     await page.goto(form_url)  # the session is over: the form asks for a sign-in again
     await expect(page).to_have_url(authorize_page(oidc_provider))
 
+    log = gateway.output()  # no secret of the sign-in reached the gateway's log
+    assert "/auth/callback?<redacted>" in log
+    for secret in (query["state"][0], session["value"], form_url.rsplit(".", 1)[1]):
+        assert secret not in log
+
 
 async def test_a_tampered_state_is_refused(
     start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider
