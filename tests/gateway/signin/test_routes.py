@@ -122,3 +122,44 @@ async def test_without_the_settings_nothing_changes(start_gateway: StartGateway)
         assert "Signed in as" not in opened.text and "set-cookie" not in opened.headers
         answered = await client.post(path, data={"hg-action": "accept", "f.approved": "true"})
     assert answered.status_code == 303
+
+
+async def sign_in_without_a_browser(client: httpx.AsyncClient, subject: str) -> httpx.Response:
+    """The whole round trip as a browser makes it: to the provider, authorize ``subject``, back."""
+    started = await client.get("/auth/sign-in", params={"next": "/inbox"})
+    assert started.status_code == 303
+    async with httpx.AsyncClient(timeout=WAIT) as browser_at_provider:
+        authorized = await browser_at_provider.post(started.headers["location"], data={"sub": subject})
+    assert authorized.status_code == 302, authorized.text
+    callback = httpx.URL(authorized.headers["location"])
+    return await client.get(callback.path, params=callback.params)
+
+
+async def test_a_sign_in_ends_at_next_with_a_session(
+    start_gateway: StartGateway, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("ada", "ada@example.com")
+    gateway = gateway_with(start_gateway, oidc_provider, "optional")
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
+        back = await sign_in_without_a_browser(client, "ada")
+        assert back.status_code == 303 and back.headers["location"] == "/inbox"
+        cookie = back.headers["set-cookie"].lower()
+        assert (
+            "hg_web=" in cookie and "httponly" in cookie and "samesite=lax" in cookie and "path=/" in cookie
+        )
+        assert "secure" not in cookie  # the public URL is http://127.0.0.1 here
+
+
+async def test_a_wrong_client_secret_is_refused_by_the_provider(
+    start_gateway: StartGateway, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("ada", "ada@example.com")
+    port = free_port()
+    env = oidc_provider.register(f"http://127.0.0.1:{port}/auth/callback")
+    gateway = start_gateway(port, **env | {"HUMANGATE_OIDC_CLIENT_SECRET": "not-the-secret"})
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
+        back = await sign_in_without_a_browser(client, "ada")
+    assert back.status_code == 403
+    assert "The sign-in provider refused to complete the sign-in." in back.text
+    assert "hg_web=" not in back.headers.get("set-cookie", "")
+    assert "not-the-secret" not in gateway.output()
