@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from authlib.oidc.core import CodeIDToken
 from joserfc import jwt
@@ -65,7 +65,9 @@ def discovery_url(issuer: str) -> str:
 class Provider:
     """One process's view of the provider: its metadata and keys, kept for ``METADATA_SECONDS``."""
 
-    def __init__(self, settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, settings: Settings, *, transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        """``transport``: where the provider's HTTP goes (tests observe it); httpx2's, as Authlib uses
+        httpx2 when it is installed (the MCP SDK requires it)."""
         assert settings.oidc_issuer and settings.oidc_client_id and settings.oidc_client_secret
         self.issuer = settings.oidc_issuer
         self.client_id = settings.oidc_client_id
@@ -89,11 +91,13 @@ class Provider:
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
         try:
-            async with httpx.AsyncClient(timeout=PROVIDER_TIMEOUT_SECONDS, transport=self._transport) as http:
+            async with httpx2.AsyncClient(
+                timeout=PROVIDER_TIMEOUT_SECONDS, transport=self._transport
+            ) as http:
                 response = await http.get(url, headers={"Accept": "application/json"})
                 response.raise_for_status()
                 data = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
+        except (httpx2.HTTPError, ValueError) as exc:
             logger.warning("sign-in provider unavailable: %s from %s: %s", what, url, type(exc).__name__)
             raise SignInError(f"the sign-in provider did not answer ({what})") from exc
         if not isinstance(data, dict):
@@ -141,7 +145,7 @@ class Provider:
                     code=code,
                     code_verifier=verifier,
                 )
-            except Exception as exc:  # Authlib raises its OAuthError or httpx's errors
+            except Exception as exc:  # Authlib raises its OAuthError or httpx2's errors
                 logger.warning("sign-in code exchange refused: %s", type(exc).__name__)
                 raise SignInError("the sign-in provider refused to complete the sign-in") from exc
         id_token = token.get("id_token")
