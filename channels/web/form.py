@@ -71,23 +71,32 @@ def _here(request: Request) -> str:
     return request.url.path + (f"?{query}" if query else "")
 
 
-async def _sign_in_needed(request: Request, desk: Desk, nonce: str) -> tuple[Person | None, Response | None]:
-    """The signed-in person, and when ``HUMANGATE_WEB_SIGN_IN=required`` finds none, the response
-    that asks for a sign-in (a GET is sent to it; a post gets a page with its link, since a form
-    post's redirect may not leave for the provider under the page's ``form-action 'self'``)."""
-    person = await desk.signed_in_person(request)
+def ask_to_sign_in(request: Request, desk: Desk, nonce: str) -> Response | None:
+    """The response that asks the person to sign in and brings them back to this page, or ``None``
+    when web sign-in is not configured. A GET is sent to the sign-in (303); a post gets a 401 page
+    with its link, since a form post's redirect may not leave for the provider under the page's
+    ``form-action 'self'``, and nothing is recorded."""
     link = desk.sign_in_url(_here(request))
-    if person is not None or link is None or desk.settings.web_sign_in != "required":
-        return person, None
+    if link is None:
+        return None
     if request.method == "GET":
-        return None, RedirectResponse(link, status_code=303, headers=page_headers(nonce))
+        return RedirectResponse(link, status_code=303, headers=page_headers(nonce))
     html = render_notice_page(
         nonce,
         "Sign in to answer.",
         "Your sign-in has ended; nothing was recorded. Sign in, then answer again.",
         link=link,
     )
-    return None, page_response(html, nonce, 401)
+    return page_response(html, nonce, 401)
+
+
+async def _sign_in_needed(request: Request, desk: Desk, nonce: str) -> tuple[Person | None, Response | None]:
+    """The signed-in person (or ``None``), and when ``HUMANGATE_WEB_SIGN_IN=required`` finds none,
+    the response that asks for a sign-in (``ask_to_sign_in``)."""
+    person = await desk.signed_in_person(request)
+    if person is None and desk.settings.web_sign_in == "required":
+        return None, ask_to_sign_in(request, desk, nonce)
+    return person, None
 
 
 def _answered_as(answer: Answer, person: Person | None) -> Answer:
