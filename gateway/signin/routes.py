@@ -97,7 +97,7 @@ async def sign_in(request: Request) -> Response:
         return _page(nonce, 400, "This sign-in link is not valid.", "It would lead to another site.")
     runtime = _runtime(request)
     try:
-        start = await WebSessions(runtime.redis).start(next_path)
+        start = await WebSessions(runtime.redis).start(next_path, request.cookies.get(SIGN_IN_COOKIE))
         url = await provider.authorization_url(state=start.state, nonce=start.nonce, verifier=start.verifier)
     except StoreUnavailableError:
         return _page(nonce, 503, "Signing in is not possible right now.", "Try again in a few seconds.")

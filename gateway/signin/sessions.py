@@ -86,9 +86,13 @@ class WebSessions:
         self.redis = redis
 
     @store_operation
-    async def start(self, next_path: str) -> SignInStart:
-        """Keep a new sign-in that returns to ``next_path`` once the person has signed in."""
-        start = SignInStart(new_secret(), new_secret(), new_secret(), new_secret())
+    async def start(self, next_path: str, browser: str | None = None) -> SignInStart:
+        """Keep a new sign-in that returns to ``next_path`` once the person has signed in. ``browser``:
+        this browser's sign-in cookie if it has one already (another tab is signing in too), kept so
+        that both sign-ins can finish."""
+        if browser is None or not _TOKEN_SHAPE.fullmatch(browser):
+            browser = new_secret()
+        start = SignInStart(new_secret(), new_secret(), new_secret(), browser)
         record = keys.web_sign_in(_digest(start.state))
         async with self.redis.pipeline(transaction=True) as pipe:  # never a record without its TTL
             pipe.hset(

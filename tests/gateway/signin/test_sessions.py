@@ -36,6 +36,19 @@ async def test_a_sign_in_under_way_is_taken_once_by_its_own_browser(sessions: We
     assert await sessions.take("not a state", again.browser) is None
 
 
+async def test_two_tabs_of_one_browser_can_both_finish_signing_in(sessions: WebSessions) -> None:
+    first = await sessions.start("/f/one.x")
+    second = await sessions.start("/f/two.y", first.browser)  # the browser sent its sign-in cookie
+    assert second.browser == first.browser and second.state != first.state
+    assert (await sessions.start("/", "not-a-cookie")).browser != "not-a-cookie"
+    one, two = (
+        await sessions.take(first.state, first.browser),
+        await sessions.take(second.state, first.browser),
+    )
+    assert one is not None and one.next == "/f/one.x"
+    assert two is not None and two.next == "/f/two.y"
+
+
 async def test_a_session_names_the_person_until_it_is_closed(sessions: WebSessions) -> None:
     cookie = await sessions.open(Identity("ada@example.com", "Ada Lovelace"))
     (key,) = await sessions.redis.keys("hg:web-session:*")
