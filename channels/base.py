@@ -144,6 +144,16 @@ class Desk(Protocol):
         """Record where ``hf_id``'s post is, if no delivery recorded it (True when recorded now)."""
         ...
 
+    async def signed_in_person(self, request: Request) -> Person | None:
+        """Who is signed in to the web in this browser, through the organisation's OpenID provider
+        (``Person(channel="email", id=<verified email>)``), or ``None`` (docs/sign-in.md)."""
+        ...
+
+    def sign_in_url(self, next_path: str) -> str | None:
+        """The local link that signs a person in and brings them back to ``next_path``; ``None``
+        when web sign-in is not configured."""
+        ...
+
 
 Handler = Callable[["Request", Inbound, Desk], Awaitable["Response"]]
 """An endpoint's handler: the request, as opened (verified when the endpoint is signed), and the desk."""

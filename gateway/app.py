@@ -30,6 +30,8 @@ from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
 from gateway.mounts import channel_routes
 from gateway.runtime import Runtime, open_runtime
+from gateway.signin import router as sign_in_router
+from gateway.signin.provider import Provider
 from schemas.settings import Settings, get_settings
 
 
@@ -108,6 +110,8 @@ def create_app(
     )
     app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
+    app.state.sign_in_provider = Provider(settings) if settings.oidc_enabled else None
+    app.include_router(sign_in_router)
     app.include_router(rest.router)
     app.include_router(health.router)
     app.include_router(docs.router)

@@ -10,13 +10,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
+
 from channels.base import FormLink
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
 from gateway.core.validation import validate_answer_off_loop
 from gateway.drafts import Drafts
 from gateway.runtime import Runtime
-from schemas.models import Answer, HumanFunction
+from gateway.signin import sign_in_url, signed_in_person
+from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
 
 
@@ -65,3 +68,9 @@ class RuntimeDesk:
 
     async def remember_post(self, hf_id: str, refs: dict[str, str]) -> bool:
         return await self.runtime.store.set_refs_if_missing(hf_id, refs)
+
+    async def signed_in_person(self, request: Request) -> Person | None:
+        return await signed_in_person(request)
+
+    def sign_in_url(self, next_path: str) -> str | None:
+        return sign_in_url(next_path) if self.runtime.settings.oidc_enabled else None

@@ -37,6 +37,7 @@ from schemas.errors import (
     PolicyRefusedError,
     RateLimitedError,
     SignatureError,
+    SignInError,
     StoreUnavailableError,
     UnknownRequestError,
 )
@@ -50,6 +51,7 @@ STATUS_OF_ERROR: list[tuple[type[HumangateError], int]] = [
     (PolicyRefusedError, 403),
     (AuthError, 401),
     (SignatureError, 401),
+    (SignInError, 403),
     (UnknownRequestError, 404),
     (ClosedError, 409),
     (DeliveryError, 502),

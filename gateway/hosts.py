@@ -21,14 +21,14 @@ logger = logging.getLogger(__name__)
 LOCAL_HOSTS = ("127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*")
 """Loopback forms always allowed in the Host header (with or without a port)."""
 
-CHECKED = ("/v1/", "/f/", "/inbox")
+CHECKED = ("/v1/", "/f/", "/inbox", "/auth/")
 """Path prefixes this middleware checks (``/mcp`` is checked by the SDK with the same rules;
 platform webhooks are signed, and called by the platforms under the public host)."""
 
-ORIGIN_EXEMPT = ("/f/", "/inbox")
-"""Paths whose Origin the form and the inbox check themselves on every post: a browser posting a
-form under ``Referrer-Policy: no-referrer`` sends ``Origin: null``, and Fetch Metadata decides
-there (the inbox's pages and stream also need its SameSite=Strict session cookie)."""
+ORIGIN_EXEMPT = ("/f/", "/inbox", "/auth/")
+"""Paths whose Origin the form, the inbox and the web sign-out check themselves on every post: a
+browser posting a form under ``Referrer-Policy: no-referrer`` sends ``Origin: null``, and Fetch
+Metadata decides there (the inbox's pages and stream also need its SameSite=Strict session cookie)."""
 
 
 def allowed_hosts(settings: Settings) -> list[str]:

@@ -17,6 +17,9 @@ FORM_PATH = re.compile(r"(/f/)([^\s?#\"'<>]+)", re.IGNORECASE)
 LOGGED_ID = re.compile(r"[0-9a-f]{0,16}", re.IGNORECASE)
 """The part of a form path that may be logged: at most an id's 16 hex digits."""
 
+CALLBACK_QUERY = re.compile(r"(/auth/callback\?)[^\s#\"'<>]+", re.IGNORECASE)
+"""The query of a web sign-in's return from the provider: its one-time ``code`` and ``state``."""
+
 REDACTED = "<redacted>"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -32,8 +35,9 @@ def _redact_path(match: re.Match[str]) -> str:
 
 
 def redact(text: str) -> str:
-    """``/f/<id>.<secret>`` -> ``/f/<id>.<redacted>``, for any shape of what follows ``/f/``."""
-    return FORM_PATH.sub(_redact_path, text)
+    """``/f/<id>.<secret>`` -> ``/f/<id>.<redacted>``, for any shape of what follows ``/f/``; and
+    ``/auth/callback?<code and state>`` -> ``/auth/callback?<redacted>``."""
+    return CALLBACK_QUERY.sub(rf"\g<1>{REDACTED}", FORM_PATH.sub(_redact_path, text))
 
 
 class RedactTokens(logging.Filter):

@@ -7,6 +7,7 @@
      │    └── InvalidJsonError        a body is not JSON within bounds (encoding, nesting, numbers)
      ├── AuthError                a wrong API key, or anonymous where auth is required
      ├── SignatureError           an inbound callback is not signed as the platform signs
+     ├── SignInError              a web sign-in through the OIDC provider did not prove who someone is
      ├── NotConfiguredError       a channel was asked for but its settings are missing
      ├── PolicyRefusedError       a policy refuses the request (not the caller's, or not its channel)
      │    └── NotAnApproverError      whoever answered is not one of the request's approvers
@@ -81,6 +82,11 @@ class AuthError(HumangateError):
 
 class SignatureError(HumangateError):
     """An inbound callback failed signature verification (missing, malformed, stale or wrong)."""
+
+
+class SignInError(HumangateError):
+    """A web sign-in was refused: a stale or forged ``state``, an ID token that does not verify
+    (signature, issuer, audience, expiry, nonce), an unverified email, or a provider that failed."""
 
 
 class NotConfiguredError(HumangateError):

@@ -44,6 +44,25 @@ def sentinel_address(entry: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Hosts an ``http://`` OIDC issuer may have (a provider on this machine); any other needs https."""
+
+
+def check_issuer(issuer: str) -> None:
+    """Raise ``ValueError`` naming ``HUMANGATE_OIDC_ISSUER`` unless it is an https URL (or http on
+    loopback) with no query or fragment."""
+    parts = urlsplit(issuer)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError(f"HUMANGATE_OIDC_ISSUER must be an https:// URL (got {issuer[:80]!r})")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        raise ValueError(
+            "HUMANGATE_OIDC_ISSUER must be an https:// URL; http:// is only accepted for a provider on"
+            f" this machine (localhost, 127.0.0.1, ::1), not {parts.hostname}"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError("HUMANGATE_OIDC_ISSUER must be the issuer URL alone, without a query or fragment")
+
+
 class Settings(BaseSettings):
     """Every tunable of a humangate process; see the README's configuration table."""
 
@@ -140,6 +159,16 @@ class Settings(BaseSettings):
     teams_token_url: str | None = None
     teams_allowed_users: CommaList = Field(default_factory=list)
 
+    oidc_issuer: str | None = None
+    """The organisation's OpenID Connect provider (its issuer URL; discovery is read from
+    ``<issuer>/.well-known/openid-configuration``), for signing in to the web form (docs/sign-in.md)."""
+    oidc_client_id: str | None = None
+    """humangate's client id at that provider."""
+    oidc_client_secret: SecretStr | None = None
+    """humangate's client secret at that provider."""
+    web_sign_in: Literal["optional", "required"] = "optional"
+    """``required``: every web form asks the person to sign in first (needs the three OIDC settings)."""
+
     @field_validator(
         "allowed_hosts",
         "trusted_proxies",
@@ -183,6 +212,28 @@ class Settings(BaseSettings):
                     " the largest size (HUMANGATE_MAX_SCHEMA_BYTES, HUMANGATE_MAX_MESSAGE_BYTES) fits"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _oidc_all_or_none(self) -> Settings:
+        names = ("oidc_issuer", "oidc_client_id", "oidc_client_secret")
+        missing = [f"HUMANGATE_{name.upper()}" for name in names if not getattr(self, name)]
+        if missing and len(missing) < len(names):
+            raise ValueError(
+                f"{', '.join(missing)} must be set too: web sign-in needs all three OIDC settings"
+            )
+        if self.web_sign_in == "required" and missing:
+            raise ValueError(
+                "HUMANGATE_WEB_SIGN_IN=required needs HUMANGATE_OIDC_ISSUER, HUMANGATE_OIDC_CLIENT_ID"
+                " and HUMANGATE_OIDC_CLIENT_SECRET (the provider people sign in with)"
+            )
+        if self.oidc_issuer is not None:
+            check_issuer(self.oidc_issuer)
+        return self
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """Whether web sign-in is configured (all three OIDC settings are set)."""
+        return bool(self.oidc_issuer and self.oidc_client_id and self.oidc_client_secret)
 
     @property
     def external_redis(self) -> bool:

@@ -23,6 +23,7 @@ from tests.browser import OpenPage, Watched, launch_chromium, watch
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import FakeTeams
+from tests.oidc import Provider, running_provider
 
 START_TIMEOUT = 90.0
 """Seconds a gateway process may take to answer /healthz: only a bound on failure. Under coverage on
@@ -240,6 +241,13 @@ async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
     yield open_
     for context in contexts:
         await context.close()
+
+
+@pytest.fixture
+def oidc_provider(tmp_path: Path) -> Iterator[Provider]:
+    """A real OpenID Connect provider on 127.0.0.1 (``tests/oidc.py``), for one test."""
+    with running_provider(tmp_path / "oidc-provider.log") as provider:
+        yield provider
 
 
 @pytest.fixture

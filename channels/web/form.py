@@ -52,7 +52,7 @@ from schemas.errors import (
     StoreUnavailableError,
     UnknownRequestError,
 )
-from schemas.models import HumanFunction, Status
+from schemas.models import Answer, HumanFunction, Person, Status
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,47 @@ NOT_SAVED_NOTICE = (
     "Your answer could not be saved: humangate cannot reach its store for a moment. Nothing is lost; "
     "submit again in a few seconds."
 )
+
+
+def _here(request: Request) -> str:
+    """This page's local path and query, to come back to after signing in."""
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def ask_to_sign_in(request: Request, desk: Desk, nonce: str) -> Response | None:
+    """The response that asks the person to sign in and brings them back to this page, or ``None``
+    when web sign-in is not configured. A GET is sent to the sign-in (303); a post gets a 401 page
+    with its link, since a form post's redirect may not leave for the provider under the page's
+    ``form-action 'self'``, and nothing is recorded."""
+    link = desk.sign_in_url(_here(request))
+    if link is None:
+        return None
+    if request.method == "GET":
+        return RedirectResponse(link, status_code=303, headers=page_headers(nonce))
+    html = render_notice_page(
+        nonce,
+        "Sign in to answer.",
+        "Your sign-in has ended; nothing was recorded. Sign in, then answer again.",
+        link=link,
+    )
+    return page_response(html, nonce, 401)
+
+
+async def _sign_in_needed(request: Request, desk: Desk, nonce: str) -> tuple[Person | None, Response | None]:
+    """The signed-in person (or ``None``), and when ``HUMANGATE_WEB_SIGN_IN=required`` finds none,
+    the response that asks for a sign-in (``ask_to_sign_in``)."""
+    person = await desk.signed_in_person(request)
+    if person is None and desk.settings.web_sign_in == "required":
+        return None, ask_to_sign_in(request, desk, nonce)
+    return person, None
+
+
+def _answered_as(answer: Answer, person: Person | None) -> Answer:
+    """The answer, carrying the signed-in person who gave it (if any)."""
+    if person is None:
+        return answer
+    return answer.model_copy(update={"person": person, "by": f"{person.name} ({person.id})"})
 
 
 def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
@@ -118,6 +159,12 @@ async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
     """``GET /f/{token}``: the form, or the request's outcome, or why the link opens nothing."""
     token = str(request.path_params["token"])
     nonce = new_nonce()
+    try:
+        person, ask = await _sign_in_needed(request, desk, nonce)
+    except StoreUnavailableError as exc:
+        return _unavailable(nonce, exc)
+    if ask is not None:
+        return ask
     hf = await _open(desk, token, nonce)
     if isinstance(hf, Response):
         return hf
@@ -125,7 +172,8 @@ async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
         return refused
     hf = await desk.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
-    return page_response(render_page(hf, _context(desk, hf), nonce=nonce, notice=notice), nonce)
+    html = render_page(hf, _context(desk, hf), nonce=nonce, notice=notice, person=person)
+    return page_response(html, nonce)
 
 
 async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
@@ -142,6 +190,12 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
             "It was sent from another site. Open the form from its link and answer there.",
         )
         return page_response(html, nonce, 403)
+    try:
+        person, ask = await _sign_in_needed(request, desk, nonce)
+    except StoreUnavailableError as exc:
+        return _unavailable(nonce, exc, answering=True)
+    if ask is not None:
+        return ask
     hf = await _open(desk, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
@@ -152,7 +206,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
     ctx = _context(desk, hf)
     try:
-        answer = parse_form(hf, values)
+        answer = _answered_as(parse_form(hf, values), person)
         await desk.answer(hf, answer)
     except InvalidAnswerError as exc:
         html = render_page(
@@ -162,6 +216,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
             values=posted_fields(values),
             errors=exc.errors,
             reason=posted_reason(values),
+            person=person,
         )
         return page_response(html, nonce, 422)
     except StoreUnavailableError as exc:
@@ -173,6 +228,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
             values=posted_fields(values),
             reason=posted_reason(values),
             notice=NOT_SAVED_NOTICE,
+            person=person,
         )
         return page_response(html, nonce, 503)
     except ExpiredError:
@@ -183,7 +239,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
         except StoreUnavailableError as unavailable:
             return _unavailable(nonce, unavailable, answering=True)
         return page_response(
-            render_page(hf, _context(desk, hf), nonce=nonce, notice=sentence_case(str(exc))),
+            render_page(hf, _context(desk, hf), nonce=nonce, notice=sentence_case(str(exc)), person=person),
             nonce,
             409,
         )

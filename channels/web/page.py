@@ -38,7 +38,7 @@ from channels.display import (
 )
 from channels.web.pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
-from schemas.models import HumanFunction, Status
+from schemas.models import HumanFunction, Person, Status
 
 MAX_RADIO_OPTIONS = 5
 """A single-select with at most this many options shows radio buttons; more show a ``<select>``."""
@@ -135,16 +135,20 @@ def render_page(
     errors: Mapping[str, str] | None = None,
     notice: str | None = None,
     reason: str = "",
+    person: Person | None = None,
 ) -> str:
     """The whole HTML page of ``hf``: its form while pending, else a read-only outcome.
 
     ``values`` (property name -> submitted strings, without the ``f.`` prefix) refill the form after
     a refused answer instead of the schema's defaults; ``errors`` (property name, ``hg-reason``, or
     ``''`` for the form) are shown next to their fields and in a summary; ``reason`` refills the
-    decline/cancel reason; ``notice`` is a line shown at the top.
+    decline/cancel reason; ``notice`` is a line shown at the top; ``person``, who is signed in to the
+    web (shown with a sign-out button).
     """
+    signed_in = f"{person.name} ({person.id})" if person is not None and person.name != person.id else None
+    signed_in = signed_in or (person.id if person is not None else None)
     if not hf.is_pending:
-        return _render_ended(hf, nonce=nonce, notice=notice)
+        return _render_ended(hf, nonce=nonce, notice=notice, signed_in=signed_in)
     errors = dict(errors or {})
     schema = hf.request_schema
     fields, summary = form_parts(hf, values, errors)
@@ -167,6 +171,7 @@ def render_page(
         now=_epoch(ctx.now),
         deadline_text=time_text(hf.deadline),
         deadline_iso=iso_time(hf.deadline),
+        signed_in=signed_in,
     )
 
 
@@ -232,11 +237,12 @@ def render_too_large_page(nonce: str, max_bytes: int) -> str:
     )
 
 
-def render_notice_page(nonce: str, heading: str, *lines: str) -> str:
-    """A page of plain sentences (a refusal, a problem) in the form pages' look."""
+def render_notice_page(nonce: str, heading: str, *lines: str, link: str | None = None) -> str:
+    """A page of plain sentences (a refusal, a problem) in the form pages' look; ``link``, a local
+    sign-in link, adds a "Sign in" link."""
     title = f"{heading.rstrip('.')} · humangate"
     return TEMPLATES.get_template("web_notice.html").render(
-        nonce=nonce, title=title, heading=heading, lines=lines, notice=None
+        nonce=nonce, title=title, heading=heading, lines=lines, notice=None, link=link
     )
 
 
@@ -261,7 +267,7 @@ def _page_title(hf: HumanFunction) -> str:
     return f"{title} · humangate" if isinstance(title, str) and title else "A question for you · humangate"
 
 
-def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
+def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None, signed_in: str | None = None) -> str:
     outcome = hf.outcome
     shown = [Shown(label, value) for label, value in answered_values(hf)]
     at = outcome.at if outcome is not None else hf.deadline
@@ -281,6 +287,7 @@ def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None) -> str:
         deadline_text=time_text(hf.deadline),
         deadline_iso=iso_time(hf.deadline),
         reason=outcome.reason if outcome is not None else None,
+        signed_in=signed_in,
     )
 
 

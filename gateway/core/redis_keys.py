@@ -169,3 +169,17 @@ def inbox_streams(operator: str) -> str:
     so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
     a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
     return f"{PREFIX}:inbox-streams:{operator}"
+
+
+def web_session(digest: str) -> str:
+    """Hash of one web sign-in through the OIDC provider (fields: email, name, created), found by a
+    hash of its cookie (the cookie itself, a bearer secret, is never a key name).
+    TTL: ``gateway.signin.sessions.SESSION_SECONDS`` from sign-in."""
+    return f"{PREFIX}:web-session:{digest}"
+
+
+def web_sign_in(digest: str) -> str:
+    """Hash of one sign-in under way at the OIDC provider (fields: browser, verifier, nonce, next),
+    found by a hash of its ``state``; read and deleted at once by the callback, so it is used once.
+    TTL: ``gateway.signin.sessions.SIGN_IN_SECONDS``."""
+    return f"{PREFIX}:web-sign-in:{digest}"

@@ -26,6 +26,11 @@ SECRET = "Zq3_xK-9pL2mN8vR4tY6wB1cD5fH7jQ0"
         (f"/f/{ID}.{SECRET[:5]}", f"/f/{ID}.<redacted>"),  # half a secret is still a secret
         (f'"http://host/f/{ID}.{SECRET}#top"', f'"http://host/f/{ID}.<redacted>#top"'),
         (f"/f/{ID}", f"/f/{ID}"),  # an id alone is not secret
+        ("GET /auth/callback?code=c0de&state=5tate HTTP/1.1", "GET /auth/callback?<redacted> HTTP/1.1"),
+        (
+            f"GET /auth/sign-in?next=/f/{ID}.{SECRET} HTTP/1.1",
+            f"GET /auth/sign-in?next=/f/{ID}.<redacted> HTTP/1.1",
+        ),
     ],
 )
 def test_whatever_follows_f_loses_everything_past_the_id(line: str, logged: str) -> None:

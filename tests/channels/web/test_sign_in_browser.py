@@ -1,0 +1,145 @@
+"""Web sign-in in a real headless Chromium, through a real OpenID provider (``tests/oidc.py``): a form
+that requires sign-in sends the person to the provider and back, signed in; a tampered ``state`` or
+``nonce`` and an unverified email are refused; signing out ends the session."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+import pytest
+from playwright.async_api import Page, Route, expect
+
+from gateway.core.embedded import free_port
+from tests.browser import OpenPage
+from tests.conftest import GatewayProcess, StartGateway
+from tests.gateway.flows import start_call
+from tests.mcp_client import text_of
+from tests.oidc import Provider
+
+pytestmark = pytest.mark.browser
+
+APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean", "title": "Approved"}}}
+
+
+def signing_in_gateway(start_gateway: StartGateway, provider: Provider) -> GatewayProcess:
+    """A gateway whose every form asks for sign-in with ``provider`` (registered as its client)."""
+    port = free_port()
+    env = provider.register(f"http://127.0.0.1:{port}/auth/callback")
+    return start_gateway(port, HUMANGATE_WEB_SIGN_IN="required", **env)
+
+
+def authorize_page(provider: Provider) -> re.Pattern[str]:
+    """The provider's sign-in page, whatever its query."""
+    return re.compile(re.escape(f"{provider.issuer}/oauth2/authorize?"))
+
+
+async def sign_in_at_provider(page: Page, provider: Provider, subject: str) -> None:
+    """What the person does on the provider's page: say who they are and authorize."""
+    await expect(page).to_have_url(authorize_page(provider))
+    await page.locator("input[name=sub]").fill(subject)
+    await page.get_by_role("button", name="Authorize").click()
+
+
+def with_param(url: str, name: str, value: str) -> str:
+    parts = urlsplit(url)
+    query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+    return urlunsplit(parts._replace(query=urlencode(query | {name: value})))
+
+
+async def test_a_form_asks_for_sign_in_and_the_person_comes_back_to_it_signed_in(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("ada", "Ada@Example.com", name="Ada Lovelace")
+    gateway = signing_in_gateway(start_gateway, oidc_provider)
+    call = start_call(gateway.url, {"message": "Deploy?", "schema": APPROVAL, "uiType": "web"})
+    form_url = await call.form_url()
+    watched = await open_page()
+    page = watched.page
+
+    async with page.expect_request(lambda r: r.url.startswith(oidc_provider.issuer)) as asked:
+        await page.goto(form_url)
+    query = parse_qs(urlsplit((await asked.value).url).query)
+    assert query["code_challenge_method"] == ["S256"]
+    assert len(query["code_challenge"][0]) == 43  # base64url of a SHA-256, never the verifier
+    assert query["scope"] == ["openid email profile"]
+    assert len(query["state"][0]) == 43 and len(query["nonce"][0]) == 43
+    assert query["redirect_uri"] == [f"{gateway.url}/auth/callback"]
+
+    await sign_in_at_provider(page, oidc_provider, "ada")
+    await expect(page).to_have_url(form_url)
+    await expect(page.locator(".signed-in")).to_contain_text("Signed in as Ada Lovelace (ada@example.com)")
+    await watched.problems()  # the provider's own page loads a stylesheet from a CDN (unreachable here):
+    watched.console_errors.clear()  # from here on, only our pages count
+    session = next(c for c in await page.context.cookies() if c["name"] == "hg_web")
+    assert (session["path"], session["httpOnly"], session["sameSite"]) == ("/", True, "Lax")
+
+    await page.get_by_label("Approved").check()
+    await page.get_by_role("button", name="Submit").click()
+    await expect(page.locator(".outcome")).to_contain_text("by Ada Lovelace (ada@example.com)")
+    assert text_of(await call.result()) == 'User provided: {"approved":true}'
+    assert await watched.problems() == []
+
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page.get_by_role("heading", name="You are signed out.")).to_be_visible()
+    assert [c for c in await page.context.cookies() if c["name"] == "hg_web"] == []
+    await page.goto(form_url)  # the session is over: the form asks for a sign-in again
+    await expect(page).to_have_url(authorize_page(oidc_provider))
+
+    log = gateway.output()  # no secret of the sign-in reached the gateway's log
+    assert "/auth/callback?<redacted>" in log
+    for secret in (query["state"][0], session["value"], form_url.rsplit(".", 1)[1]):
+        assert secret not in log
+
+
+async def test_a_tampered_state_is_refused(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("ada", "ada@example.com")
+    gateway = signing_in_gateway(start_gateway, oidc_provider)
+    call = start_call(gateway.url, {"message": "Deploy?", "schema": APPROVAL, "uiType": "web"})
+    page = (await open_page()).page
+
+    async def forge_state(route: Route) -> None:
+        await route.continue_(url=with_param(route.request.url, "state", "A" * 43))
+
+    await page.route(f"{oidc_provider.issuer}/oauth2/authorize?*", forge_state)
+    await page.goto(await call.form_url())
+    await sign_in_at_provider(page, oidc_provider, "ada")
+    await expect(page.get_by_role("heading", name="This sign-in could not be completed.")).to_be_visible()
+    assert [c for c in await page.context.cookies() if c["name"] == "hg_web"] == []
+
+
+async def test_a_tampered_nonce_is_refused(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("ada", "ada@example.com")
+    gateway = signing_in_gateway(start_gateway, oidc_provider)
+    call = start_call(gateway.url, {"message": "Deploy?", "schema": APPROVAL, "uiType": "web"})
+    page = (await open_page()).page
+
+    async def forge_nonce(route: Route) -> None:  # the provider then signs an ID token for another nonce
+        await route.continue_(url=with_param(route.request.url, "nonce", "N" * 43))
+
+    await page.route(f"{oidc_provider.issuer}/oauth2/authorize?*", forge_nonce)
+    await page.goto(await call.form_url())
+    await sign_in_at_provider(page, oidc_provider, "ada")
+    await expect(page.get_by_role("heading", name="You could not be signed in.")).to_be_visible()
+    await expect(page.locator("main")).to_contain_text("The ID token did not verify (invalid claim: 'nonce')")
+    assert [c for c in await page.context.cookies() if c["name"] == "hg_web"] == []
+
+
+async def test_an_unverified_email_is_refused(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider
+) -> None:
+    oidc_provider.add_person("mallory", "ada@example.com", verified=False)
+    gateway = signing_in_gateway(start_gateway, oidc_provider)
+    call = start_call(gateway.url, {"message": "Deploy?", "schema": APPROVAL, "uiType": "web"})
+    page = (await open_page()).page
+    await page.goto(await call.form_url())
+    await sign_in_at_provider(page, oidc_provider, "mallory")
+    await expect(page.get_by_role("heading", name="You could not be signed in.")).to_be_visible()
+    await expect(page.locator("main")).to_contain_text(
+        "The sign-in provider has not verified the email address ada@example.com"
+    )
+    assert [c for c in await page.context.cookies() if c["name"] == "hg_web"] == []
