@@ -4,8 +4,9 @@ applies to the identity its platform verified, and the words people see.
 A request keeps its policy's approvers (``HumanFunction.approvers``). A channel names what the
 person who acted *holds*, in the approvers' own forms: ``slack:U1`` and every ``slack:group:S1``
 they belong to, ``discord:user:1`` and ``discord:role:9`` of each role, ``teams:<aad object id>``,
-``operator:alice``. The person may answer when one of those is an approver; a request without
-approvers may be answered by anyone who sees it, as before. Pure: no I/O (Slack's group look-up is
+``operator:alice``, ``email:<verified address>`` of a person signed in to the web. The person may
+answer when one of those is an approver; a request without approvers may be answered by anyone who
+sees it, as before. Pure: no I/O (Slack's group look-up is
 ``channels.slack.groups``'s).
 """
 
@@ -38,8 +39,9 @@ def approves(hf: HumanFunction, held: Iterable[str]) -> bool:
 
 
 def _key(name: str) -> str:
-    # An AAD object id is a GUID: Teams and Entra may write its hex digits in either case.
-    return name.lower() if name.startswith("teams:") else name
+    # An AAD object id is a GUID: Teams and Entra may write its hex digits in either case; an email
+    # address is compared as providers hand it out, in any case.
+    return name.lower() if name.startswith(("teams:", "email:")) else name
 
 
 def approvers_of(hf: HumanFunction, prefix: str) -> list[str]:

@@ -13,7 +13,9 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 | right secret, request expired (status expired, or its deadline passed) | 410 | 410 |
 | right secret, request answered, declined or canceled | 200, the outcome | 409, "already ... by X" |
 | right secret, request pending | 200, the form | 303 to the outcome, or 422 with the errors |
-| right secret, request pending, with approvers (no sign-in here) | 403, who may answer | 403 |
+| right secret, request pending, with approvers, web sign-in off | 403, who may answer | 403 |
+| ... with approvers, not signed in | 303 to the sign-in | 401, a sign-in link |
+| ... with approvers, signed in but not an approver | 403, who may answer | 403 |
 | the store (Redis) cannot be reached | 503, "try again in a moment" | 503, the answer kept |
 
 A malformed token and an unknown id are both 404: neither names a request humangate can find, and
@@ -30,7 +32,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, who_may_answer
+from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, approves, who_may_answer
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
@@ -144,15 +146,30 @@ async def _open(
     return hf
 
 
-def _approvers_only(hf: HumanFunction, nonce: str) -> HTMLResponse | None:
-    """The page of a pending request with approvers: only a signed-in approver could answer it here,
-    and this gateway has no sign-in for the web form, so its link alone answers nothing (403)."""
+async def _approvers_only(
+    request: Request, desk: Desk, hf: HumanFunction, person: Person | None, nonce: str
+) -> Response | None:
+    """``None`` when whoever opened the link may answer ``hf``; else the response that says why not.
+
+    A pending request with approvers is answered only by a signed-in approver (MCP's URL mode: the
+    server checks who opened the URL, the link alone is not enough). Without web sign-in nobody can
+    answer it here (403); someone not signed in is asked to sign in; a signed-in person who is not an
+    approver is refused (403) and nothing changes."""
     only = who_may_answer(hf)
     if only is None or not hf.is_pending:
         return None
-    return page_response(
-        render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", WEB_NEEDS_SIGN_IN), nonce, 403
+    if person is None:
+        ask = ask_to_sign_in(request, desk, nonce)
+        if ask is not None:
+            return ask
+        html = render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", WEB_NEEDS_SIGN_IN)
+        return page_response(html, nonce, 403)
+    if approves(hf, [f"{person.channel}:{person.id}"]):
+        return None
+    html = render_notice_page(
+        nonce, NOT_AN_APPROVER + ".", f"{only}.", f"You are signed in as {person.name} ({person.id})."
     )
+    return page_response(html, nonce, 403)
 
 
 async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
@@ -168,7 +185,7 @@ async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
     hf = await _open(desk, token, nonce)
     if isinstance(hf, Response):
         return hf
-    if (refused := _approvers_only(hf, nonce)) is not None:
+    if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
         return refused
     hf = await desk.started(hf)  # opening the form counts as starting to answer
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
@@ -199,8 +216,9 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     hf = await _open(desk, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
-    if (refused := _approvers_only(hf, nonce)) is not None:
-        logger.info("refused a form answer hf=%s channel=web: the request has approvers", hf.id)
+    if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
+        who = f"{person.channel}:{person.id}" if person else "nobody signed in"
+        logger.info("refused a form answer hf=%s channel=web by=%s: not an approver", hf.id, who)
         return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}

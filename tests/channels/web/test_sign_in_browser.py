@@ -5,6 +5,7 @@ that requires sign-in sends the person to the provider and back, signed in; a ta
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import pytest
@@ -143,3 +144,50 @@ async def test_an_unverified_email_is_refused(
         "The sign-in provider has not verified the email address ada@example.com"
     )
     assert [c for c in await page.context.cookies() if c["name"] == "hg_web"] == []
+
+
+async def test_only_a_signed_in_approver_answers_a_request_with_approvers(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider, tmp_path: Path
+) -> None:
+    """SPEC §11 through the browser: the link alone answers nothing; someone signed in who is not an
+    approver is refused and changes nothing; the approver (email compared in any case) answers, and
+    the result names them."""
+    oidc_provider.add_person("ada", "Ada@Example.com", name="Ada Lovelace")
+    oidc_provider.add_person("eve", "eve@example.com", name="Eve")
+    policy = tmp_path / "humangate.toml"
+    policy.write_text('[policies.deploys]\napprovers = ["email:ada@example.COM"]\n')
+    port = free_port()
+    env = oidc_provider.register(f"http://127.0.0.1:{port}/auth/callback")
+    gateway = start_gateway(port, HUMANGATE_POLICY_FILE=str(policy), **env)
+    call = start_call(gateway.url, {"message": "Deploy?", "schema": APPROVAL, "uiType": "web"})
+    form_url = await call.form_url()
+
+    eve = (await open_page()).page
+    await eve.goto(form_url)  # not signed in: sent to the provider first
+    await sign_in_at_provider(eve, oidc_provider, "eve")
+    await expect(eve.get_by_role("heading", name="You are not an approver for this request.")).to_be_visible()
+    await expect(eve.locator("main")).to_contain_text("Only email:ada@example.COM may answer.")
+    await expect(eve.locator("main")).to_contain_text("You are signed in as Eve (eve@example.com).")
+    refused = await eve.request.post(form_url, form={"approved": "on"}, headers={"Origin": gateway.url})
+    assert refused.status == 403 and "You are not an approver for this request" in await refused.text()
+    assert not call.task.done()
+
+    watched = await open_page()
+    ada = watched.page
+    await ada.goto(form_url)
+    await sign_in_at_provider(ada, oidc_provider, "ada")
+    await expect(ada).to_have_url(form_url)
+    await expect(ada.locator(".signed-in")).to_contain_text("Signed in as Ada Lovelace (ada@example.com)")
+    await ada.get_by_label("Approved").check()
+    await ada.get_by_role("button", name="Submit").click()
+    await expect(ada.locator(".outcome")).to_contain_text("by Ada Lovelace (ada@example.com)")
+    result = await call.result()
+    assert text_of(result) == 'User provided: {"approved":true}'
+    assert result.structured_content is not None
+    assert result.structured_content["answeredBy"] == {
+        "channel": "email",
+        "id": "ada@example.com",
+        "name": "Ada Lovelace",
+    }
+    log = gateway.output()
+    assert "refused a form answer" in log and "by=email:eve@example.com: not an approver" in log
