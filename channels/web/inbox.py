@@ -80,10 +80,11 @@ def item_of(hf: HumanFunction) -> InboxItem:
     )
 
 
-def render_sign_in(nonce: str, *, error: str | None = None) -> str:
-    """The sign-in page: one password field for an operator key, posted once (never in a URL)."""
+def render_sign_in(nonce: str, *, error: str | None = None, sign_in_link: str | None = None) -> str:
+    """The sign-in page: one password field for an operator key, posted once (never in a URL); with
+    ``sign_in_link``, also a link to sign in with the organisation's OpenID provider."""
     return TEMPLATES.get_template("inbox_sign_in.html").render(
-        nonce=nonce, title="Sign in · humangate inbox", notice=None, error=error
+        nonce=nonce, title="Sign in · humangate inbox", notice=None, error=error, sign_in_link=sign_in_link
     )
 
 
@@ -93,6 +94,8 @@ def render_inbox(
     operator: str,
     csrf: str,
     items: Sequence[InboxItem],
+    sign_out: str = "/inbox/sign-out",
+    only_theirs: bool = False,
     now: float,
     current: HumanFunction | None = None,
     values: Mapping[str, Sequence[str]] | None = None,
@@ -101,7 +104,9 @@ def render_inbox(
     notice: str | None = None,
 ) -> str:
     """The inbox: pending requests, soonest deadline first, and ``current`` (its form while pending,
-    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended)."""
+    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended).
+    ``sign_out`` is where the Sign out button posts; ``only_theirs`` says the list holds only the
+    requests the signed-in person is an approver of (a person signed in to the web, not an operator)."""
     errors = dict(errors or {})
     fields, summary = form_parts(current, values, errors) if current and current.is_pending else ([], [])
     ended = outcome_summary(current) if current is not None else None
@@ -112,6 +117,8 @@ def render_inbox(
         title=f"({count}) Inbox · humangate" if count else "Inbox · humangate",
         operator=operator,
         csrf=csrf,
+        sign_out=sign_out,
+        only_theirs=only_theirs,
         items=items,
         left_of={item.id: remaining_text(item.deadline - now) for item in items},
         now=f"{now:.3f}",

@@ -164,11 +164,12 @@ def inbox_session(digest: str) -> str:
     return f"{PREFIX}:inbox-session:{digest}"
 
 
-def inbox_streams(operator: str) -> str:
-    """Sorted set: stream id -> lease end, of one operator's open live-update streams (``/inbox/events``),
+def inbox_streams(holder: str) -> str:
+    """Sorted set: stream id -> lease end, of the open live-update streams (``/inbox/events``) of one
+    signed-in holder (``operator:alice``, ``email:ada@example.com``),
     so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
     a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
-    return f"{PREFIX}:inbox-streams:{operator}"
+    return f"{PREFIX}:inbox-streams:{holder}"
 
 
 def web_session(digest: str) -> str:

@@ -94,21 +94,22 @@ def ended_text(outcome: Outcome) -> str:
     return f"{verb} by {outcome.by}" if outcome.by and outcome.status is not Status.EXPIRED else verb
 
 
-async def snapshot(store: HumanFunctionStore, now: float) -> str:
-    """The pending list as one ``snapshot`` event."""
-    items = [item_of(hf).data() for hf in await store.pending(LIST_LIMIT)]
+async def snapshot(store: HumanFunctionStore, now: float, session: Session) -> str:
+    """The pending list, as far as ``session`` sees it, as one ``snapshot`` event."""
+    items = [item_of(hf).data() for hf in await store.pending(LIST_LIMIT) if session.sees(hf)]
     return sse("snapshot", {"now": now, "requests": items})
 
 
-async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes]) -> str | None:
-    """The inbox's event for one entry of the events stream (``None``: nothing to show)."""
+async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes], session: Session) -> str | None:
+    """The inbox's event for one entry of the events stream (``None``: nothing to show; a request
+    ``session`` does not see is never added, so its endings and extensions name nothing shown)."""
     hf_id = text(fields.get(b"id", b""))
     if b"created" in fields:
         try:
             hf = await store.get(hf_id)
         except UnknownRequestError:
             return None
-        return sse("added", item_of(hf).data()) if hf.is_pending else None
+        return sse("added", item_of(hf).data()) if hf.is_pending and session.sees(hf) else None
     if b"outcome" in fields:
         outcome = Outcome.model_validate_json(fields[b"outcome"])
         return sse("ended", {"id": hf_id, "status": outcome.status.value, "text": ended_text(outcome)})
@@ -131,7 +132,7 @@ async def live_updates(
     try:
         yield f"retry: {RECONNECT_MS}\n\n"
         position = await newest_event_id(reader)
-        yield await snapshot(store, clock())
+        yield await snapshot(store, clock(), session)
         while time.monotonic() - started < STREAM_LIFETIME:
             reply: Any = await reader.xread(
                 {keys.EVENTS: position}, count=READ_COUNT, block=int(HEARTBEAT_SECONDS * 1000)
@@ -139,7 +140,7 @@ async def live_updates(
             for _stream, entries in reply or []:
                 for entry_id, fields in entries:
                     position = text(entry_id)
-                    event = await _event(store, fields)
+                    event = await _event(store, fields, session)
                     if event is not None:
                         yield event
             if time.monotonic() - last_check >= HEARTBEAT_SECONDS or not reply:

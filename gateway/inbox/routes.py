@@ -2,7 +2,7 @@
 
 | route | what | without a session |
 | --- | --- | --- |
-| ``GET /inbox`` | the list (``?done=1``: "answer recorded") | the sign-in page |
+| ``GET /inbox`` | the list (``?done=1``: "answer recorded") | the sign-in page (a key, or OpenID) |
 | ``POST /inbox/sign-in`` | operator key -> session cookie, 303 to ``/inbox`` | 401: not an operator key |
 | ``POST /inbox/sign-out`` | ends the session, 303 to ``/inbox`` | 303 to ``/inbox`` |
 | ``GET /inbox/events`` | live updates (``text/event-stream``) | 401 |
@@ -15,6 +15,10 @@ Metadata and ``Origin``, as the web form) and, once signed in, without the sessi
 key is only ever in a POST body, never in a URL or a log; the cookie is never logged either. Store
 outages are a 503 page with ``Retry-After``. An answer goes through ``HumanFunctionService.answer``,
 so it ends the request everywhere and its chat message shows who answered.
+
+A person signed in to the web (``gateway.signin``) has an inbox too, holding only the requests whose
+approvers name them; any other request is a 404 to them, as an unknown one. Their session is the web
+session: signing out of it (``/auth/sign-out``) signs them out here.
 """
 
 from __future__ import annotations
@@ -47,8 +51,18 @@ from channels.pages import (
     verify_same_origin,
 )
 from gateway.inbox.feed import LIST_LIMIT, MAX_STREAMS_PER_PROCESS, STREAMS, live_updates
-from gateway.inbox.sessions import COOKIE, COOKIE_PATH, SESSION_SECONDS, OperatorSessions, Session
+from gateway.inbox.sessions import (
+    COOKIE,
+    COOKIE_PATH,
+    SESSION_SECONDS,
+    OperatorSessions,
+    Session,
+    person_session,
+)
 from gateway.runtime import Runtime
+from gateway.signin import sign_in_url, signed_in_person
+from gateway.signin.routes import SIGN_OUT_PATH
+from gateway.signin.sessions import COOKIE as WEB_COOKIE
 from schemas.errors import (
     RETRY_AFTER_SECONDS,
     ClosedError,
@@ -98,7 +112,24 @@ def _secure(request: Request, runtime: Runtime) -> bool:
 
 
 async def _session(request: Request) -> Session | None:
-    return await _sessions(_runtime(request)).load(request.cookies.get(COOKIE))
+    """The operator signed in with a key (their session cookie), else the person signed in to the
+    web with the organisation's OpenID provider (``gateway.signin``), else ``None``."""
+    runtime = _runtime(request)
+    session = await _sessions(runtime).load(request.cookies.get(COOKIE))
+    if session is not None or not runtime.settings.oidc_enabled:
+        return session
+    person = await signed_in_person(request)
+    if person is None:
+        return None
+    return person_session(person, request.cookies.get(WEB_COOKIE, ""))
+
+
+def _sign_in_page(request: Request, nonce: str, *, error: str | None = None) -> str:
+    """The sign-in page: an operator key, and a link to sign in with the organisation's OpenID
+    provider when the gateway has one."""
+    runtime = _runtime(request)
+    link = sign_in_url("/inbox") if runtime.settings.oidc_enabled else None
+    return render_sign_in(nonce, error=error, sign_in_link=link)
 
 
 def _cross_site(request: Request, nonce: str) -> HTMLResponse | None:
@@ -129,11 +160,13 @@ async def _inbox_page(
     notice: str | None = None,
 ) -> HTMLResponse:
     runtime = _runtime(request)
-    items = [item_of(hf) for hf in await runtime.store.pending(LIST_LIMIT)]
+    items = [item_of(hf) for hf in await runtime.store.pending(LIST_LIMIT) if session.sees(hf)]
     html = render_inbox(
         nonce,
         operator=session.operator,
         csrf=session.csrf,
+        sign_out=SIGN_OUT_PATH if session.person is not None else "/inbox/sign-out",
+        only_theirs=session.person is not None,
         items=items,
         now=runtime.service.clock(),
         current=current,
@@ -151,7 +184,7 @@ async def show_inbox(request: Request) -> Response:
     try:
         session = await _session(request)
         if session is None:
-            return _page(render_sign_in(nonce), nonce)
+            return _page(_sign_in_page(request, nonce), nonce)
         notice = ANSWERED_NOTICE if request.query_params.get("done") == "1" else None
         return await _inbox_page(request, session, nonce, notice=notice)
     except StoreUnavailableError as exc:
@@ -172,7 +205,7 @@ async def sign_in(request: Request) -> Response:
         return _unavailable(nonce, exc)
     if signed is None:
         logger.warning("refused an inbox sign-in: not an operator key")
-        return _page(render_sign_in(nonce, error=NOT_OPERATOR), nonce, 401)
+        return _page(_sign_in_page(request, nonce, error=NOT_OPERATOR), nonce, 401)
     cookie, _ = signed
     response = RedirectResponse("/inbox", status_code=303, headers=page_headers(nonce, connect=True))
     response.set_cookie(
@@ -234,11 +267,14 @@ async def _request_of(request: Request, hf_id: str, session: Session, nonce: str
     if not _HF_ID.fullmatch(hf_id):
         return await _inbox_page(request, session, nonce, status=404, notice="There is no such request.")
     try:
-        return await runtime.store.get(hf_id)
+        hf = await runtime.store.get(hf_id)
     except UnknownRequestError:
         return await _inbox_page(
             request, session, nonce, status=404, notice="There is no such request (any more)."
         )
+    if not session.sees(hf):  # a person's inbox holds only their requests: no hint of others
+        return await _inbox_page(request, session, nonce, status=404, notice="There is no such request.")
+    return hf
 
 
 @router.get("/inbox/{hf_id}", include_in_schema=False)
@@ -247,11 +283,11 @@ async def show_request(request: Request, hf_id: str) -> Response:
     try:
         session = await _session(request)
         if session is None:
-            return _page(render_sign_in(nonce), nonce, 401)
+            return _page(_sign_in_page(request, nonce), nonce, 401)
         hf = await _request_of(request, hf_id, session, nonce)
         if isinstance(hf, Response):
             return hf
-        if approves(hf, [OPERATOR_PREFIX + session.operator]):  # only who may answer starts answering
+        if approves(hf, [session.holder]):  # only who may answer starts answering
             hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
         only = who_may_answer(hf) if hf.is_pending else None
         return await _inbox_page(request, session, nonce, hf, notice=f"{only}." if only else None)
@@ -275,7 +311,8 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
     runtime = _runtime(request)
     session = await _session(request)
     if session is None:
-        return _page(render_sign_in(nonce, error="Your session has ended; sign in again."), nonce, 401)
+        error = "Your session has ended; sign in again."
+        return _page(_sign_in_page(request, nonce, error=error), nonce, 401)
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}
     tokens = values.pop("hg-csrf", [])
@@ -284,17 +321,19 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
     hf = await _request_of(request, hf_id, session, nonce)
     if isinstance(hf, Response):
         return hf
-    if hf.is_pending and not approves(hf, [OPERATOR_PREFIX + session.operator]):
+    if hf.is_pending and not approves(hf, [session.holder]):
         logger.info(
-            "refused an inbox answer hf=%s channel=%s operator=%s: not an approver",
+            "refused an inbox answer hf=%s channel=%s by=%s: not an approver",
             hf.id,
             hf.channel,
-            session.operator,
+            session.holder,
         )
         return await _inbox_page(request, session, nonce, hf, status=403, notice=NOT_AN_APPROVER + ".")
     try:
         answer = parse_form(hf, values)
-        person = Person(channel=INBOX_VIA, id=OPERATOR_PREFIX + session.operator, name=session.operator)
+        person = session.person or Person(
+            channel=INBOX_VIA, id=OPERATOR_PREFIX + session.operator, name=session.operator
+        )
         answer = answer.model_copy(
             update={"by": answered_by(session.operator), "via": INBOX_VIA, "person": person}
         )
@@ -316,5 +355,5 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
     except ClosedError as exc:
         ended = await runtime.store.get(hf.id)
         return await _inbox_page(request, session, nonce, ended, status=409, notice=sentence_case(str(exc)))
-    logger.info("inbox answer hf=%s channel=%s operator=%s", hf.id, hf.channel, session.operator)
+    logger.info("inbox answer hf=%s channel=%s by=%s", hf.id, hf.channel, session.holder)
     return RedirectResponse("/inbox?done=1", status_code=303, headers=page_headers(nonce, connect=True))

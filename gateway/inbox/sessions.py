@@ -1,5 +1,10 @@
-"""Inbox sign-ins: an operator key, posted once, becomes a session cookie; and the bound on the live
-streams each operator holds open.
+"""Inbox sign-ins: an operator key, posted once, becomes a session cookie; a person signed in to the
+web with the organisation's OpenID provider (``gateway.signin``) is a session too; and the bound on
+the live streams each of them holds open.
+
+An operator sees and may answer every request (unless its policy names other approvers). A person
+signed in to the web is no operator: their inbox holds only the pending requests whose approvers
+name them (``email:<address>``), so signing in shows nobody else's requests.
 
 The cookie is 256 random bits. Redis keeps the session under a hash of it, with the operator's name,
 the digest of the key that signed in, and a CSRF token for the session's forms; the key itself is
@@ -19,9 +24,12 @@ from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
+from channels.approvers import OPERATOR_PREFIX, approves
 from gateway.core import redis_keys as keys
 from gateway.core.callers import KeyRing, digest
 from gateway.core.redis_client import store_operation, text
+from gateway.signin.sessions import WebSessions
+from schemas.models import HumanFunction, Person
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +67,26 @@ class Session:
     """One signed-in browser."""
 
     operator: str
+    """The operator's key name; for a person signed in to the web, their name and email."""
     key_digest: str = field(repr=False)
     csrf: str = field(repr=False)
     cookie_digest: str = field(repr=False)
+    person: Person | None = None
+    """The person signed in to the web (``email:``), or ``None`` for an operator."""
+    web_cookie: str = field(default="", repr=False)
+    """The web session's cookie, kept in memory only, to check the session is still open."""
+
+    @property
+    def holder(self) -> str:
+        """Who is signed in, in the approvers' forms: ``operator:alice`` or ``email:ada@example.com``."""
+        if self.person is not None:
+            return f"{self.person.channel}:{self.person.id}"
+        return OPERATOR_PREFIX + self.operator
+
+    def sees(self, hf: HumanFunction) -> bool:
+        """Whether ``hf`` is in this inbox: every request for an operator; for a person, the ones
+        whose approvers name them."""
+        return self.person is None or (bool(hf.approvers) and approves(hf, [self.holder]))
 
     def csrf_ok(self, token: str | None) -> bool:
         """Whether a form carried this session's CSRF token (compared in constant time)."""
@@ -70,6 +95,14 @@ class Session:
 
 def _cookie_digest(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
+
+
+def person_session(person: Person, web_cookie: str) -> Session:
+    """The inbox session of a person signed in to the web. Its CSRF token is derived from the web
+    session's cookie (unguessable by another site, the same on every page of the session, stored
+    nowhere)."""
+    csrf = hashlib.sha256(b"humangate inbox csrf\0" + web_cookie.encode()).hexdigest()
+    return Session(f"{person.name} ({person.id})", "", csrf, _cookie_digest(web_cookie), person, web_cookie)
 
 
 class OperatorSessions:
@@ -119,7 +152,10 @@ class OperatorSessions:
         return session if await self.still_valid(session) else None
 
     async def still_valid(self, session: Session) -> bool:
-        """Whether the session's key is still the stored operator key of the same operator."""
+        """Whether the session's key is still the stored operator key of the same operator; for a
+        person, whether their web session is still open."""
+        if session.person is not None:
+            return await WebSessions(self.redis).person(session.web_cookie) == session.person
         return await self.keyring.operator_name(session.key_digest) == session.operator
 
     @store_operation
@@ -131,7 +167,7 @@ class OperatorSessions:
     async def admit_stream(self, session: Session, stream_id: str, now: float) -> bool:
         """Count one more open stream of the operator; ``False`` when they hold the most already."""
         admitted = await self._admit(
-            keys=[keys.inbox_streams(session.operator)],
+            keys=[keys.inbox_streams(session.holder)],
             args=[
                 repr(now),
                 repr(now + STREAM_LEASE_SECONDS),
@@ -144,7 +180,7 @@ class OperatorSessions:
 
     @store_operation
     async def renew_stream(self, session: Session, stream_id: str, now: float) -> None:
-        key = keys.inbox_streams(session.operator)
+        key = keys.inbox_streams(session.holder)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.zadd(key, {stream_id: now + STREAM_LEASE_SECONDS}, xx=True)
             pipe.expire(key, 2 * STREAM_LEASE_SECONDS)
@@ -152,4 +188,4 @@ class OperatorSessions:
 
     @store_operation
     async def release_stream(self, session: Session, stream_id: str) -> None:
-        await self.redis.zrem(keys.inbox_streams(session.operator), stream_id)
+        await self.redis.zrem(keys.inbox_streams(session.holder), stream_id)

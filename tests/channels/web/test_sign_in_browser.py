@@ -149,7 +149,7 @@ async def test_an_unverified_email_is_refused(
 async def test_only_a_signed_in_approver_answers_a_request_with_approvers(
     start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider, tmp_path: Path
 ) -> None:
-    """SPEC §11 through the browser: the link alone answers nothing; someone signed in who is not an
+    """docs/sign-in.md#requests-with-approvers through the browser: the link alone answers nothing; someone signed in who is not an
     approver is refused and changes nothing; the approver (email compared in any case) answers, and
     the result names them."""
     oidc_provider.add_person("ada", "Ada@Example.com", name="Ada Lovelace")
@@ -191,3 +191,63 @@ async def test_only_a_signed_in_approver_answers_a_request_with_approvers(
     }
     log = gateway.output()
     assert "refused a form answer" in log and "by=email:eve@example.com: not an approver" in log
+
+
+async def test_a_person_signed_in_to_the_inbox_sees_and_answers_only_the_requests_that_name_them(
+    start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider, tmp_path: Path
+) -> None:
+    """docs/inbox.md: the inbox offers the organisation's sign-in beside the operator key; a person signed
+    in that way is `email:<address>`, and their inbox holds only the requests whose approvers name
+    them (anyone else's is a 404, as an unknown one); live updates keep to the same rule."""
+    oidc_provider.add_person("ada", "ada@example.com", name="Ada Lovelace")
+    oidc_provider.add_person("eve", "eve@example.com", name="Eve")
+    policy = tmp_path / "humangate.toml"
+    policy.write_text('[policies.deploys]\napprovers = ["email:ada@example.com", "operator:alice"]\n')
+    port = free_port()
+    env = oidc_provider.register(f"http://127.0.0.1:{port}/auth/callback")
+    gateway = start_gateway(port, HUMANGATE_POLICY_FILE=str(policy), **env)
+
+    eve = (await open_page()).page
+    await eve.goto(f"{gateway.url}/inbox")
+    await eve.get_by_role("link", name="Sign in with your organisation").click()
+    await sign_in_at_provider(eve, oidc_provider, "eve")
+    await expect(eve).to_have_url(f"{gateway.url}/inbox")
+    await expect(eve.locator("#hg-operator")).to_have_text("Eve (eve@example.com)")
+    await expect(eve.locator("#hg-feed-state")).to_have_text("Live: new requests appear as they arrive.")
+
+    call = start_call(gateway.url, {"message": "Deploy v2?", "schema": APPROVAL, "uiType": "web"})
+    hf_id = (await call.form_url()).rsplit("/", 1)[1].split(".")[0]
+    watched = await open_page()
+    ada = watched.page
+    await ada.goto(f"{gateway.url}/inbox")
+    await ada.get_by_role("link", name="Sign in with your organisation").click()
+    await sign_in_at_provider(ada, oidc_provider, "ada")
+    await expect(ada.locator("#hg-operator")).to_have_text("Ada Lovelace (ada@example.com)")
+    item = ada.locator("#hg-list li")
+    await expect(item).to_have_count(1)
+    await expect(item).to_contain_text("Deploy v2?")
+    await watched.problems()  # the provider's own page loads a stylesheet from a CDN (unreachable here)
+    watched.console_errors.clear()
+
+    await expect(eve.locator("#hg-list li")).to_have_count(0)  # the live feed did not add it for Eve
+    hidden = await eve.request.get(f"{gateway.url}/inbox/{hf_id}")
+    assert hidden.status == 404 and "Deploy v2?" not in await hidden.text()
+
+    await item.locator("a").click()
+    await ada.get_by_label("Approved").check()
+    await ada.get_by_role("button", name="Submit").click()
+    await expect(ada.locator("#hg-notice")).to_have_text("Your answer was recorded; the agent has it.")
+    result = await call.result()
+    assert text_of(result) == 'User provided: {"approved":true}'
+    assert result.structured_content is not None
+    assert result.structured_content["answeredBy"] == {
+        "channel": "email",
+        "id": "ada@example.com",
+        "name": "Ada Lovelace",
+    }
+    assert await watched.problems() == []
+
+    await ada.get_by_role("button", name="Sign out").click()  # the web session ends, and the inbox's
+    await expect(ada.get_by_role("heading", name="You are signed out.")).to_be_visible()
+    await ada.goto(f"{gateway.url}/inbox")
+    await expect(ada.get_by_role("heading", name="Sign in to the inbox")).to_be_visible()

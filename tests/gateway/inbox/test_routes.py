@@ -227,5 +227,5 @@ async def test_only_an_approving_operator_answers_and_the_link_alone_answers_not
         "name": "alice",
     }
     logs = gateway.output()
-    assert "refused an inbox answer" in logs and "operator=bo: not an approver" in logs
+    assert "refused an inbox answer" in logs and "by=operator:bo: not an approver" in logs
     assert "by=inbox:operator:alice" in logs
