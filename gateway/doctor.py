@@ -100,6 +100,14 @@ async def _check_policies(settings: Settings) -> bool:
         for allowed in policy.channels or ():
             if allowed not in configured:
                 _say(None, f"policy {policy.name}: allows {allowed}, which is not configured")
+        emails = [name for name in policy.approvers if name.startswith("email:")]
+        if emails and not settings.oidc_enabled:
+            _say(
+                None,
+                f"policy {policy.name}: approvers {', '.join(emails)} can answer only after signing in to "
+                "the web, and web sign-in is not configured (set HUMANGATE_OIDC_ISSUER, "
+                "HUMANGATE_OIDC_CLIENT_ID, HUMANGATE_OIDC_CLIENT_SECRET)",
+            )
         for channel, target in policy.targets.items():
             where = f"policy {policy.name}: targets.{channel} = {target}"
             platform = CHANNELS[channel]

@@ -116,7 +116,9 @@ def test_serve_refuses_an_invalid_policy_file(redis_url: str, invalid_file: Path
 def test_doctor_checks_every_target(redis_url: str, deploys_channel: FakeSlack, tmp_path: Path) -> None:
     path = tmp_path / "targets.toml"
     path.write_text(
-        POLICY + '\n[policies.elsewhere]\n[policies.elsewhere.targets]\nslack = "COUT"\ndiscord = "123"\n'
+        POLICY
+        + '\n[policies.elsewhere]\napprovers = ["email:ada@example.com"]\n'
+        + '[policies.elsewhere.targets]\nslack = "COUT"\ndiscord = "123"\n'
     )
     doctor = run_cli("doctor", redis_url=redis_url, env=deploys_channel.env(HUMANGATE_POLICY_FILE=str(path)))
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
@@ -134,6 +136,11 @@ def test_doctor_checks_every_target(redis_url: str, deploys_channel: FakeSlack, 
         for line in lines
     )
     assert "[ok  ] slack: configured and working" in lines
+    assert (
+        "[--  ] policy elsewhere: approvers email:ada@example.com can answer only after signing in to the "
+        "web, and web sign-in is not configured (set HUMANGATE_OIDC_ISSUER, HUMANGATE_OIDC_CLIENT_ID, "
+        "HUMANGATE_OIDC_CLIENT_SECRET)"
+    ) in lines, lines
 
 
 async def test_an_mcp_callers_policy_sets_timeout_channels_limits_and_target(

@@ -149,9 +149,9 @@ async def test_an_unverified_email_is_refused(
 async def test_only_a_signed_in_approver_answers_a_request_with_approvers(
     start_gateway: StartGateway, open_page: OpenPage, oidc_provider: Provider, tmp_path: Path
 ) -> None:
-    """docs/sign-in.md#requests-with-approvers through the browser: the link alone answers nothing; someone signed in who is not an
-    approver is refused and changes nothing; the approver (email compared in any case) answers, and
-    the result names them."""
+    """docs/sign-in.md#requests-with-approvers in a browser: the link alone answers nothing; someone
+    signed in who is not an approver is refused and changes nothing; the approver (email compared in
+    any case) answers, and the result names them."""
     oidc_provider.add_person("ada", "Ada@Example.com", name="Ada Lovelace")
     oidc_provider.add_person("eve", "eve@example.com", name="Eve")
     policy = tmp_path / "humangate.toml"
