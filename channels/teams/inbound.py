@@ -225,7 +225,7 @@ async def _adopt(desk: Desk, hf: HumanFunction, activity: Mapping[str, Any]) -> 
     card_id = activity.get("replyToId")
     if hf.refs or not isinstance(card_id, str) or not card_id:
         return
-    refs = {"conversation": desk.settings.teams_conversation or "", "activity_id": card_id}
+    refs = {"conversation": hf.target or desk.settings.teams_conversation or "", "activity_id": card_id}
     if await desk.remember_post(hf.id, refs):
         hf.refs.update(refs)
         logger.info("adopted the clicked card as the request's message hf=%s channel=teams", hf.id)
