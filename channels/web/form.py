@@ -30,7 +30,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, who_may_answer
+from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, approvals_text, turn_text, who_may_answer
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
@@ -109,8 +109,9 @@ def _approvers_only(hf: HumanFunction, nonce: str) -> HTMLResponse | None:
     only = who_may_answer(hf)
     if only is None or not hf.is_pending:
         return None
+    progress = [f"{line}." for line in (approvals_text(hf), turn_text(hf)) if line]
     return page_response(
-        render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", WEB_NEEDS_SIGN_IN), nonce, 403
+        render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", *progress, WEB_NEEDS_SIGN_IN), nonce, 403
     )
 
 
