@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Action(StrEnum):
@@ -100,6 +100,14 @@ class Outcome(BaseModel):
     approvals: list[Approval] | None = None
     """Of a request that needs more than one approval: every acceptance recorded, in order (the
     store adds them when it ends); ``None`` for every other request."""
+
+    @model_serializer(mode="wrap")
+    def _without_no_approvals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when there are some to write: every other outcome's JSON stays as it was.
+        data: dict[str, Any] = handler(self)
+        if data.get("approvals", ()) is None:
+            del data["approvals"]
+        return data
 
 
 class HumanFunction(BaseModel):

@@ -157,7 +157,7 @@ class PolicyTable(BaseModel):
                 f"must be {len(self.approvers)} (the number of approvers), not {self.approvals}"
             )
         groups = any(name.startswith(GROUP_PREFIXES) for name in self.approvers)
-        if self.approvals > len(self.approvers) and not groups:
+        if self.approvals > 1 and self.approvals > len(self.approvers) and not groups:
             raise ValueError(
                 f"approvals: {self.approvals} approvals need at least {self.approvals} approvers "
                 f"(or a group or role); {len(self.approvers)} listed"

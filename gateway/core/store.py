@@ -434,9 +434,9 @@ def size_text(size: int) -> str:
 
 
 def outcome_json(outcome: Outcome) -> str:
-    """An outcome as the store keeps it; without ``approvals`` until the store adds them (a request
-    that counts approvals gets them in the same step as its ending)."""
-    return outcome.model_dump_json(exclude={"approvals"} if outcome.approvals is None else None)
+    """An outcome as the store keeps it: without ``approvals`` (``None`` is never written), which the
+    store adds to the ending of a request that counts approvals, in the same step."""
+    return outcome.model_dump_json(exclude={"approvals"})
 
 
 def _pairs(flat: list[Any]) -> dict[Any, Any]:

@@ -27,7 +27,15 @@ from collections.abc import Mapping, Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
-from channels.approvers import OPERATOR_PREFIX, approvals_text, approves, refusal, turn_text, who_may_answer
+from channels.approvers import (
+    NOT_AN_APPROVER,
+    OPERATOR_PREFIX,
+    approvals_text,
+    approves,
+    refusal,
+    turn_text,
+    who_may_answer,
+)
 from channels.display import sentence_case
 from channels.pages import (
     INBOX_VIA,
@@ -292,7 +300,7 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
             hf.id,
             hf.channel,
             session.operator,
-            why,
+            "not an approver" if why == NOT_AN_APPROVER else why,
         )
         return await _inbox_page(request, session, nonce, hf, status=403, notice=why + ".")
     try:
