@@ -32,7 +32,7 @@ from gateway.core.redis_target import RedisTarget
 from gateway.core.store import HumanFunctionStore
 from gateway.inbox.sessions import OperatorSessions, Session
 from schemas.errors import StoreUnavailableError, UnknownRequestError
-from schemas.models import Outcome, Status
+from schemas.models import Action, Outcome, Status
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ def ended_text(outcome: Outcome) -> str:
     """How a request ended, in a few words: ``Answered by Ada (U1)``, ``Withdrawn by the agent``."""
     if outcome.via == AGENT_VIA:
         return "Withdrawn by the agent"
+    if outcome.status is Status.EXPIRED and outcome.action is Action.DECLINE:  # on_timeout = "decline"
+        return f"Declined: {outcome.reason}"
     verb = _ENDED.get(outcome.status, "Ended")
     return f"{verb} by {outcome.by}" if outcome.by and outcome.status is not Status.EXPIRED else verb
 
