@@ -1,7 +1,8 @@
 """Approvals and a safe timeout through real processes (docs/policies.md#approvals): a gateway
-process with its worker, the official MCP client, the fake Slack, and clicks signed as Slack signs
-them. 2 of 3 approvers with a repeat and a non-approver; a decline in between that ends it; a
-sequential order with an approver out of turn; ``on_timeout = "decline"``; every post shows the count.
+process with its worker, the official MCP client, the fake Slack, Discord and Teams, and callbacks
+signed as each platform signs them. 2 of 3 approvers with a repeat and a non-approver; a decline in
+between that ends it; a sequential order with an approver out of turn; ``on_timeout = "decline"``;
+every post shows the count.
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ import pytest
 
 from channels.approvers import NOT_AN_APPROVER
 from gateway.core.store import ALREADY_APPROVED
+from tests.channels.discord import flows as discord_flows
+from tests.channels.teams import flows as teams_flows
 from tests.conftest import StartGateway
-from tests.fakes import slack_callbacks
+from tests.fakes import discord_interactions, slack_callbacks, teams_activities
+from tests.fakes.discord import ADA as DISCORD_ADA
+from tests.fakes.discord import CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.slack import USERS, FakeSlack
+from tests.fakes.teams import ADA as TEAMS_ADA
+from tests.fakes.teams import BO as TEAMS_BO
+from tests.fakes.teams import FakeTeams
+from tests.fakes.teams import card_of as teams_card_of
 from tests.gateway.flows import start_call
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -187,3 +196,48 @@ async def test_decline_on_timeout_never_accepts(
     assert structured["action"] == "decline" and structured["answeredBy"] is None
     assert [a["by"]["id"] for a in structured["approvals"]] == ["U1"]
     await shown(slack, "No answer within 3 seconds (policy careful)")  # the post shows the outcome
+
+
+async def test_discord_posts_show_the_count_and_refuse_a_repeat(
+    start_gateway: StartGateway, discord: FakeDiscord, tmp_path: Path
+) -> None:
+    approvers = [f"discord:user:{DISCORD_ADA.id}", f"discord:role:{REVIEWERS_ROLE}"]  # Ada, and Cy by role
+    path = policy(tmp_path, f"[policies.two]\napprovers = {json.dumps(approvers)}\napprovals = 2\n")
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **discord.env())
+    call, posted = await discord_flows.ask(gateway, discord, "Deploy v3?", APPROVAL)
+    approve = discord_interactions.buttons(posted)["Approve"]
+
+    reply = (await discord_interactions.send(gateway.url, discord_interactions.click(posted, approve))).json()
+    assert "1 of 2 approvals: Ada" in json.dumps(reply["data"])  # the clicked message, at once
+    await discord.edited(posted["id"], lambda body: "1 of 2 approvals: Ada" in json.dumps(body))
+    again = (await discord_interactions.send(gateway.url, discord_interactions.click(posted, approve))).json()
+    assert again["data"]["flags"] & 64  # ephemeral: only Ada sees it
+    assert again["data"]["content"] == f"{ALREADY_APPROVED}; nothing was changed."
+    assert not call.task.done()
+
+    by_cy = discord_interactions.click(posted, approve, user=CY)
+    assert (await discord_interactions.send(gateway.url, by_cy)).status_code == 200
+    result = await call.result()
+    assert [a["by"]["id"] for a in (result.structured_content or {})["approvals"]] == [DISCORD_ADA.id, CY.id]
+    await discord.edited(posted["id"], lambda body: "2 of 2 approvals: Ada, Cy" in json.dumps(body))
+
+
+async def test_teams_cards_show_the_count(
+    start_gateway: StartGateway, teams: FakeTeams, tmp_path: Path
+) -> None:
+    approvers = [f"teams:{TEAMS_ADA.aad_id}", f"teams:{TEAMS_BO.aad_id}"]
+    path = policy(tmp_path, f"[policies.two]\napprovers = {json.dumps(approvers)}\napprovals = 2\n")
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **teams.env())
+    call, posted = await teams_flows.ask(gateway, teams, "Deploy v4?", APPROVAL)
+    assert "0 of 2 approvals" in teams_flows.texts(teams_card_of(posted))
+
+    by_ada = teams_activities.invoke(teams, posted, "Approve", user=TEAMS_ADA)
+    card = teams_flows.reply_card((await teams_activities.send(gateway.url, teams, by_ada)).json())
+    assert f"1 of 2 approvals: {TEAMS_ADA.name}" in teams_flows.texts(card)
+    await teams.edited(posted["id"], lambda c: f"1 of 2 approvals: {TEAMS_ADA.name}" in teams_flows.texts(c))
+    by_bo = teams_activities.invoke(teams, posted, "Approve", user=TEAMS_BO)
+    assert (await teams_activities.send(gateway.url, teams, by_bo)).status_code == 200
+    result = await call.result()
+    assert result.content[0].text == 'User provided: {"approved":true}'  # type: ignore[union-attr]
+    names = f"2 of 2 approvals: {TEAMS_ADA.name}, {TEAMS_BO.name}"
+    await teams.edited(posted["id"], lambda c: names in teams_flows.texts(c))
