@@ -8,10 +8,13 @@ every post shows the count.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from channels.approvers import NOT_AN_APPROVER
@@ -241,3 +244,31 @@ async def test_teams_cards_show_the_count(
     assert result.content[0].text == 'User provided: {"approved":true}'  # type: ignore[union-attr]
     names = f"2 of 2 approvals: {TEAMS_ADA.name}, {TEAMS_BO.name}"
     await teams.edited(posted["id"], lambda c: names in teams_flows.texts(c))
+
+
+@pytest.mark.slow
+async def test_an_approval_survives_a_gateway_killed_before_the_next(
+    start_gateway: StartGateway, slack: FakeSlack, tmp_path: Path
+) -> None:
+    path = policy(tmp_path, '[policies.two]\napprovers = ["slack:U1", "slack:U2"]\napprovals = 2\n')
+    env = {"HUMANGATE_POLICY_FILE": str(path), "HUMANGATE_API_KEYS": "bot:k-bot", **slack.env()}
+    first = start_gateway(**env)
+    bot = {"Authorization": "Bearer k-bot"}
+    async with httpx.AsyncClient(base_url=first.url, headers=bot, timeout=30) as client:
+        created = await client.post("/v1/requests", json={"message": "Deploy v5?", "schema": APPROVAL})
+        assert created.status_code == 201, created.text
+    hf_id = created.json()["id"]
+    await slack.posted()
+    await click(first.url, slack, "U1")
+    await shown(slack, "1 of 2 approvals: ada")
+    os.killpg(first.process.pid, signal.SIGKILL)  # as a crash would: nothing is flushed or handed over
+    first.process.wait()
+
+    second = start_gateway(**env)
+    await click(second.url, slack, "U2")
+    await shown(slack, "2 of 2 approvals: ada, bo")
+    async with httpx.AsyncClient(base_url=second.url, headers=bot, timeout=30) as client:
+        view = (await client.get(f"/v1/requests/{hf_id}")).json()
+    assert view["status"] == "accepted"
+    assert view["result"]["text"] == 'User provided: {"approved":true}'
+    assert [a["by"]["id"] for a in view["result"]["structuredContent"]["approvals"]] == ["U1", "U2"]
