@@ -2,9 +2,9 @@
 
 Each open stream takes the newest id of the events stream, sends the pending list as it is then
 (``snapshot``), and from that id on reads the events stream itself on a connection of its own
-(blocking ``XREAD``): a creation becomes ``added`` (the request, read from its hash), an ending
-``ended``, a deadline that grew ``extended``. Nothing comes from process memory, so a request
-created, answered or extended through any process shows everywhere at once.
+(blocking ``XREAD``): a creation, or one approval of several, becomes ``added`` (the request, read
+from its hash), an ending ``ended``, a deadline that grew ``extended``. Nothing comes from process
+memory, so a request created, answered or extended through any process shows everywhere at once.
 
 Every ``HEARTBEAT_SECONDS`` a stream checks that its session is still valid (``signed-out`` ends it
 otherwise), renews its place among the operator's streams, and sends a comment that keeps proxies
@@ -105,7 +105,7 @@ async def snapshot(store: HumanFunctionStore, now: float) -> str:
 async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes]) -> str | None:
     """The inbox's event for one entry of the events stream (``None``: nothing to show)."""
     hf_id = text(fields.get(b"id", b""))
-    if b"created" in fields:
+    if b"created" in fields or b"approved" in fields:  # new, or one approval of several more
         try:
             hf = await store.get(hf_id)
         except UnknownRequestError:

@@ -4,6 +4,7 @@ it is, an operator out of turn is refused (403) and nothing changes."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import httpx
 from tests.conftest import StartGateway
 from tests.gateway.flows import WAIT, start_call
 from tests.gateway.inbox.operators import create_key, csrf_of, signed_in
+from tests.gateway.inbox.test_routes import events_of
 from tests.mcp_client import text_of
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -42,12 +44,23 @@ async def test_operators_approve_in_turn_in_the_inbox(
         assert "It is not your turn: this request waits for operator:alice first." in html.unescape(
             early.text
         )
-    async with signed_in(gateway.url, alice) as client:
+    async with (
+        signed_in(gateway.url, bo) as watcher,
+        watcher.stream("GET", "/inbox/events") as stream,
+        signed_in(gateway.url, alice) as client,
+    ):
+        updates = events_of(stream)
+        name, snapshot = await asyncio.wait_for(anext(updates), WAIT)
+        assert name == "snapshot" and snapshot["requests"][0]["approvals"] == "0 of 2 approvals"
         shown = await client.get(f"/inbox/{hf_id}")
         first = await client.post(f"/inbox/{hf_id}", data=ANSWER | {"hg-csrf": csrf_of(shown.text)})
         assert first.status_code == 303 and first.headers["location"] == f"/inbox/{hf_id}"
         after = html.unescape((await client.get(f"/inbox/{hf_id}")).text)
         assert "1 of 2 approvals: alice." in after and "Waiting for operator:bo." in after
+        listed = html.unescape((await client.get("/inbox")).text)
+        assert '<span class="approvals">1 of 2 approvals: alice</span>' in listed
+        name, live = await asyncio.wait_for(anext(updates), WAIT)  # every open inbox hears of it
+        assert (name, live["id"], live["approvals"]) == ("added", hf_id, "1 of 2 approvals: alice")
     assert not call.task.done()
     async with signed_in(gateway.url, bo) as client:
         shown = await client.get(f"/inbox/{hf_id}")
