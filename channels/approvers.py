@@ -12,7 +12,7 @@ sees it, as before. Pure: no I/O (Slack's group look-up is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from schemas.models import HumanFunction
 
@@ -54,3 +54,46 @@ def who_may_answer(hf: HumanFunction) -> str | None:
     if not hf.approvers:
         return None
     return f"Only {', '.join(hf.approvers)} may answer"
+
+
+NOT_YOUR_TURN = "It is not your turn: this request waits for {turn} first"
+"""What an approver of a sequential request is told, privately, when it is someone else's turn."""
+
+
+def approver_key(name: str) -> str:
+    """An approver or held name as compared: a Teams AAD object id in lower case, others as they are."""
+    return _key(name)
+
+
+def turns_held(hf: HumanFunction, held: Iterable[str]) -> list[int]:
+    """The turns of a sequential request (indexes of ``hf.approvers``) someone holding ``held`` has."""
+    mine = {_key(name) for name in held}
+    return [index for index, name in enumerate(hf.approvers) if _key(name) in mine]
+
+
+def refusal(hf: HumanFunction, held: Iterable[str]) -> str | None:
+    """Why someone holding ``held`` may not answer ``hf`` now (said privately; nothing changes), or
+    ``None`` when they may: not an approver, or (a sequential request) not their turn."""
+    held = list(held)
+    if not approves(hf, held):
+        return NOT_AN_APPROVER
+    turn = hf.turn
+    if turn is not None and hf.approvers.index(turn) not in turns_held(hf, held):
+        return NOT_YOUR_TURN.format(turn=turn)
+    return None
+
+
+def approvals_text(hf: HumanFunction) -> str | None:
+    """``1 of 2 approvals: Alice`` on every post of a request that counts approvals; else ``None``."""
+    if not hf.counts_approvals:
+        return None
+    names = ", ".join(str(approval.by.get("name") or approval.by.get("id")) for approval in hf.approvals)
+    count = f"{len(hf.approvals)} of {hf.approvals_needed} approvals"
+    return f"{count}: {names}" if names else count
+
+
+def turn_text(hf: HumanFunction, mention: Callable[[str], str] = str) -> str | None:
+    """``Waiting for slack:U2`` while a sequential request waits for its next approver (``mention``
+    writes the approver as its platform mentions them, ``<@U2>`` in Slack); else ``None``."""
+    turn = hf.turn
+    return None if turn is None else f"Waiting for {mention(turn)}"

@@ -118,6 +118,17 @@ class ExpiredError(ClosedError):
     """The deadline passed before this answer arrived."""
 
 
+class ApprovalRefusedError(ClosedError):
+    """An answer that cannot count on a request needing several approvals: the person approved it
+    already, or it is someone else's turn (docs/policies.md#approvals); nothing changed. A
+    ``ClosedError``, so every channel tells the person privately, as it tells a late answer."""
+
+    def __init__(self, message: str, turn: int | None = None) -> None:
+        super().__init__(message)
+        self.turn = turn
+        """Out of turn: how many approvals were recorded (the index of the approver whose turn it is)."""
+
+
 class RateLimitedError(HumangateError):
     """The caller is past one of its limits (docs/callers.md#limits); nothing was opened."""
 

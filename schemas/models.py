@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Action(StrEnum):
@@ -63,6 +63,23 @@ class Answer(BaseModel):
         description="who answered, as their platform verified them; None where no platform vouches "
         "for them (the web form's capability link)",
     )
+    held: tuple[str, ...] = Field(
+        (),
+        description="what the person holds among the request's approvers, as their channel verified "
+        "it (slack:U1, slack:group:S1, discord:role:9, operator:alice): whose turn they may take in a "
+        "sequential request",
+    )
+
+
+class Approval(BaseModel):
+    """One acceptance of a request that needs more than one (docs/policies.md#approvals): who gave it
+    (``answeredBy``'s shape: channel, id, name), when, and what they answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    by: dict[str, str | None]
+    at: float
+    content: dict[str, Any] | None = None
 
 
 class Outcome(BaseModel):
@@ -80,6 +97,17 @@ class Outcome(BaseModel):
     person: Person | None = None
     """Who answered, as their platform verified them (``None``: the clock or the agent ended it, or
     a form link nobody signed in to)."""
+    approvals: list[Approval] | None = None
+    """Of a request that needs more than one approval: every acceptance recorded, in order (the
+    store adds them when it ends); ``None`` for every other request."""
+
+    @model_serializer(mode="wrap")
+    def _without_no_approvals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when there are some to write: every other outcome's JSON stays as it was.
+        data: dict[str, Any] = handler(self)
+        if data.get("approvals", ()) is None:
+            del data["approvals"]
+        return data
 
 
 class HumanFunction(BaseModel):
@@ -110,6 +138,14 @@ class HumanFunction(BaseModel):
     approvers: list[str] = Field(default_factory=list)
     """Who may answer it, from its policy (``slack:U1``, ``slack:group:S1``, ``discord:role:9``,
     ``operator:alice``, ...; docs/policies.md#approvers); empty: anyone who sees it."""
+    approvals_needed: int = 1
+    """Distinct approvers who must accept, from its policy (docs/policies.md#approvals)."""
+    order: str = "any"
+    """``sequential``: only the approver whose turn it is may answer (``approvers[len(approvals)]``)."""
+    on_timeout: str = "cancel"
+    """How it ends at its deadline: ``cancel`` (a timeout), or ``decline``."""
+    approvals: list[Approval] = Field(default_factory=list)
+    """The acceptances recorded so far, in order (only a request needing more than one has any)."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)
@@ -121,6 +157,18 @@ class HumanFunction(BaseModel):
     @property
     def is_pending(self) -> bool:
         return self.status is Status.PENDING
+
+    @property
+    def counts_approvals(self) -> bool:
+        """Whether each acceptance is recorded on its own (more than one needed, or asked in turn)."""
+        return self.approvals_needed > 1 or self.order == "sequential"
+
+    @property
+    def turn(self) -> str | None:
+        """The approver whose turn it is to answer, of a sequential request still pending."""
+        if self.order != "sequential" or not self.is_pending or len(self.approvals) >= len(self.approvers):
+            return None
+        return self.approvers[len(self.approvals)]
 
     @property
     def form_token(self) -> str:

@@ -51,6 +51,10 @@ TARGET_FORMS = {
 
 ChannelName = Literal["slack", "discord", "teams", "web"]
 
+GROUP_PREFIXES = ("slack:group:", "discord:role:")
+"""Approvers that stand for many people (a Slack user group, a Discord role); each still counts as
+one turn when ``order = "sequential"``."""
+
 
 def _caller(value: str) -> str:
     if value not in (ANY_CALLER, ANONYMOUS) and not _NAME.fullmatch(value):
@@ -124,6 +128,12 @@ class PolicyTable(BaseModel):
     """New requests per minute of each caller, instead of its ``HUMANGATE_RATE_LIMIT`` tier."""
     max_pending: int | None = Field(None, gt=0)
     """Requests pending at once of each caller, instead of its ``HUMANGATE_MAX_PENDING`` tier."""
+    approvals: int = Field(1, ge=1)
+    """Distinct approvers who must accept (docs/policies.md#approvals); any decline ends it declined."""
+    order: Literal["any", "sequential"] = "any"
+    """``sequential``: the approvers are asked one at a time, in list order."""
+    on_timeout: Literal["cancel", "decline"] = "cancel"
+    """How a request nobody finished answering ends at its deadline; never accepted."""
 
     @model_validator(mode="after")
     def _targets_of_allowed_channels(self) -> PolicyTable:
@@ -134,6 +144,24 @@ class PolicyTable(BaseModel):
                         f"targets.{channel}: {channel} is not in this policy's channels "
                         f"({', '.join(self.channels)})"
                     )
+        return self
+
+    @model_validator(mode="after")
+    def _approvals_who_can_give_them(self) -> PolicyTable:
+        if (self.approvals > 1 or self.order == "sequential") and not self.approvers:
+            why = f"approvals = {self.approvals}" if self.approvals > 1 else 'order = "sequential"'
+            raise ValueError(f"approvers: {why} needs approvers; list who may approve")
+        if self.order == "sequential" and self.approvals != len(self.approvers):
+            raise ValueError(
+                f'approvals: with order = "sequential" every approver is asked in turn, so approvals '
+                f"must be {len(self.approvers)} (the number of approvers), not {self.approvals}"
+            )
+        groups = any(name.startswith(GROUP_PREFIXES) for name in self.approvers)
+        if self.approvals > 1 and self.approvals > len(self.approvers) and not groups:
+            raise ValueError(
+                f"approvals: {self.approvals} approvals need at least {self.approvals} approvers "
+                f"(or a group or role); {len(self.approvers)} listed"
+            )
         return self
 
 
@@ -162,6 +190,10 @@ class Policy(PolicyTable):
             parts.append(f"rate limit {self.rate_limit}/min")
         if self.max_pending is not None:
             parts.append(f"max pending {self.max_pending}")
+        if self.approvals > 1 or self.order != "any":
+            parts.append(f"{self.approvals} approval(s), {self.order} order")
+        if self.on_timeout != "cancel":
+            parts.append(f"on timeout {self.on_timeout}")
         return f"{self.name}: " + "; ".join(parts)
 
 
@@ -281,12 +313,14 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
         return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
-        if message.startswith("targets."):
+        if message.startswith(("targets.", "approvers: ", "approvals: ")):
             target, _, rule = message.partition(": ")
             return (*loc, *target.split(".")), rule
         return loc, message
     if kind == "literal_error" and len(loc) >= 3 and loc[2] == "channels":
         return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
+    if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
+        return loc, f"{error['input']!r} is not one of " + message.removeprefix("Input should be ")
     if kind in ("string_type", "int_type", "float_type", "list_type", "model_type", "dict_type"):
         wanted = {
             "string_type": "a string",

@@ -28,6 +28,12 @@ def timeout_reason(timeout_seconds: float) -> str:
     return f"Request timed out after {duration_text(timeout_seconds)}"
 
 
+def no_answer_reason(timeout_seconds: float, policy: str | None) -> str:
+    """The decline reason of a request whose policy declines on timeout:
+    ``No answer within 5 minutes (policy deploys)``."""
+    return f"No answer within {duration_text(timeout_seconds)} (policy {policy})"
+
+
 TIMED_OUT_REASON = "Request timed out"
 """The cancel reason of an expired request whose own reason was never stored (a hash written
 before the reason was)."""
@@ -39,10 +45,11 @@ EXPIRED_VIA = "timeout"
 """The ``via`` of an expired outcome: the clock ended it, not a person."""
 
 
-def expired_outcome(reason: str, at: float) -> Outcome:
+def expired_outcome(reason: str, at: float, action: Action = Action.CANCEL) -> Outcome:
     """How a request ends when its deadline passes; the one place this outcome is built (the store's
-    scripts receive it and put the request's own stored reason in it)."""
-    return Outcome(status=Status.EXPIRED, action=Action.CANCEL, reason=reason, via=EXPIRED_VIA, at=at)
+    scripts receive it and put the request's own stored reason, and action, in it). ``action`` is
+    ``decline`` under a policy with ``on_timeout = "decline"``; a timeout never accepts."""
+    return Outcome(status=Status.EXPIRED, action=action, reason=reason, via=EXPIRED_VIA, at=at)
 
 
 def compact_json(content: dict[str, Any] | None) -> str:
@@ -72,7 +79,15 @@ def structured_result(outcome: Outcome, hf_id: str) -> dict[str, Any]:
         "reason": None if outcome.action is Action.ACCEPT else (outcome.reason or NO_REASON),
         "id": hf_id,
         "answeredBy": answered_by(outcome),
-    }
+    } | approvals_of(outcome)
+
+
+def approvals_of(outcome: Outcome) -> dict[str, Any]:
+    """``{"approvals": [{by, at, content}, ...]}`` of a request that needed more than one approval;
+    ``{}`` for every other request (its result is unchanged)."""
+    if outcome.approvals is None:
+        return {}
+    return {"approvals": [approval.model_dump(mode="json") for approval in outcome.approvals]}
 
 
 def answered_by(outcome: Outcome) -> dict[str, str | None] | None:

@@ -135,8 +135,8 @@ async def _update(loop: JobLoop, hf_id: str) -> str:
     if hf is None:
         await store.synced(hf_id)
         return "gone"
-    if hf.is_pending:
-        return "still pending"
+    if hf.is_pending and not hf.approvals:
+        return "still pending"  # (a pending request with approvals: its posts show the count)
     channel = CHANNELS[hf.channel]
     client = await loop.client(hf.channel)
     if not hf.refs and hf.delivery_attempts:

@@ -12,7 +12,7 @@ from typing import Any
 
 import discord
 
-from channels.approvers import who_may_answer
+from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.discord.components import layout_of, message_payload, pending_view, timestamp
 from channels.discord.text import escape, field_hint
@@ -53,6 +53,16 @@ def render_message(hf: HumanFunction, ctx: RenderContext, *, nonce: str | None =
     return message_payload(build_embed(hf, ctx), pending_view(hf) if hf.is_pending else None, nonce)
 
 
+def mention(approver: str) -> str:
+    """An approver as Discord mentions them (``<@81234>``, ``<@&99123>``); another platform's as
+    written. Approvers come from the policy file, in forms checked when it was read."""
+    if approver.startswith("discord:user:"):
+        return f"<@{approver.removeprefix('discord:user:')}>"
+    if approver.startswith("discord:role:"):
+        return f"<@&{approver.removeprefix('discord:role:')}>"
+    return escape(approver)
+
+
 def build_embed(hf: HumanFunction, ctx: RenderContext) -> discord.Embed:
     schema = hf.request_schema
     title = schema.get("title")
@@ -66,11 +76,17 @@ def build_embed(hf: HumanFunction, ctx: RenderContext) -> discord.Embed:
         fixed.append(("Answer by", deadline, True))
         if (only := who_may_answer(hf)) is not None:
             fixed.append(("Approvers", clip(escape(only), MAX_FIELD_VALUE), False))
+        if (count := approvals_text(hf)) is not None:
+            turn = turn_text(hf, mention)
+            value = escape(count) + (f"\n{turn}" if turn else "")
+            fixed.append(("Approvals", clip(value, MAX_FIELD_VALUE), False))
         optional = _hint_fields(schema)
         more = "{} more fields: open the form to see them"
     else:
         line = f"{clip(escape(summary.sentence()), MAX_FIELD_VALUE - 40)} · {timestamp(summary.at, 'f')}"
         fixed.append(("Outcome", line, False))
+        if (count := approvals_text(hf)) is not None:
+            fixed.append(("Approvals", clip(escape(count), MAX_FIELD_VALUE), False))
         optional = [
             (clip(escape(label), MAX_FIELD_NAME), clip(escape(value) or "(empty)", MAX_FIELD_VALUE), False)
             for label, value in answered_values(hf)

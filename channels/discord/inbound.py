@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, approves
+from channels.approvers import refusal
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.discord.channel import (
@@ -36,8 +36,9 @@ from channels.discord.deferral import UPDATE_MESSAGE, send_late, within_budget
 from channels.discord.embed import render_message
 from channels.discord.modal import form_modal, form_steps, reason_modal, step_of, submitted_values
 from channels.discord.text import escape
-from channels.display import field_label, outcome_summary
+from channels.display import field_label, outcome_summary, sentence_case
 from schemas.errors import (
+    ApprovalRefusedError,
     ClosedError,
     InvalidAnswerError,
     InvalidJsonError,
@@ -101,9 +102,9 @@ async def _respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
     await remember_message(desk, hf, interaction)
     if not hf.is_pending:
         return _ended(hf)
-    if not approves(hf, held(interaction)):
-        logger.info("refused a click hf=%s channel=discord user=%s: not an approver", hf.id, user_id)
-        return note(NOT_AN_APPROVER)
+    if (why := refusal(hf, held(interaction))) is not None:
+        logger.info("refused a click hf=%s channel=discord user=%s: %s", hf.id, user_id, why)
+        return note(why)
     if custom_id.act in (Act.RESPOND, Act.DECLINE):
         await desk.started(hf)  # opening a modal counts as starting to answer
     if custom_id.act is Act.RESPOND:
@@ -146,12 +147,14 @@ async def _answer(
             answer = answer.model_copy(update={"person": identity(interaction)})
         else:
             answer = parse_interaction(hf, interaction)
-        ended = await desk.answer(hf, answer)
+        ended = await desk.answer(hf, answer.model_copy(update={"held": tuple(held(interaction))}))
     except InvalidAnswerError as exc:
         if values is not None:
             await drafts.save(hf, user_id, values)
         logger.info("invalid answer hf=%s channel=discord fields=%s", hf.id, ",".join(exc.errors))
         return _invalid(hf, exc, with_retry=custom_id.act is Act.FORM)
+    except ApprovalRefusedError as exc:
+        return note(f"{sentence_case(str(exc))}; nothing was changed.")
     except ClosedError:
         return _ended(await desk.get(hf.id))
     except UnknownRequestError:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from channels.approvers import who_may_answer
+from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
 from channels.slack.modal import modal_problem
 from channels.slack.text import date_token, escape, plain
@@ -117,6 +117,8 @@ def outcome_blocks(hf: HumanFunction) -> list[dict[str, Any]]:
         ]
         blocks.append({"type": "section", "fields": fields})
     blocks.append(_section(f"{_icon(hf)} {summary.sentence()}"))
+    if (count := approvals_text(hf)) is not None:
+        blocks.append(_context(count))
     blocks.append(
         {
             "type": "context",
@@ -168,7 +170,21 @@ def _asked_by(hf: HumanFunction) -> dict[str, Any]:
     ]
     if (only := who_may_answer(hf)) is not None:
         elements.append(plain(only, MAX_FIELD_TEXT))
+    if (count := approvals_text(hf)) is not None:
+        elements.append(plain(count, MAX_FIELD_TEXT))
+    if (turn := turn_text(hf, mention)) is not None:
+        elements.append({"type": "mrkdwn", "text": turn})
     return {"type": "context", "elements": elements}
+
+
+def mention(approver: str) -> str:
+    """An approver as Slack mentions them (``<@U1>``, ``<!subteam^S1>``); another platform's as written.
+    Approvers come from the policy file, in forms checked when it was read: no text of a person."""
+    if approver.startswith("slack:group:"):
+        return f"<!subteam^{approver.removeprefix('slack:group:')}>"
+    if approver.startswith("slack:"):
+        return f"<@{approver.removeprefix('slack:')}>"
+    return escape(approver)
 
 
 def _buttons(hf: HumanFunction, layout: Layout, form_url: str) -> list[dict[str, Any]]:

@@ -59,11 +59,18 @@ class GroupMembers:
 async def may_answer(desk: Desk, hf: HumanFunction, user_id: str) -> bool:
     """Whether the Slack user ``user_id`` may answer ``hf``: anyone without approvers; else one named
     by id, or a member of a user group named (looked up only when the id alone is not enough)."""
-    if not hf.approvers or (user_id and approves(hf, [USER_PREFIX + user_id])):
-        return True
+    return not hf.approvers or approves(hf, await held_by(desk, hf, user_id))
+
+
+async def held_by(desk: Desk, hf: HumanFunction, user_id: str) -> list[str]:
+    """What the Slack user ``user_id`` holds among ``hf``'s approvers: ``slack:<id>``, and each user
+    group named that they are in. Groups are looked up only when the id alone is not enough, or every
+    one of them for a sequential request (each group is a turn of its own)."""
+    held = [USER_PREFIX + user_id] if user_id else []
     groups = approvers_of(hf, GROUP_PREFIX)
-    if not user_id or not groups:
-        return False
+    every = hf.order == "sequential"
+    if not user_id or not groups or (not every and approves(hf, held)):
+        return held
     members: GroupMembers | None = desk.state.get(_STATE_KEY)
     if members is None:
         members = desk.state[_STATE_KEY] = GroupMembers(desk.now)
@@ -71,7 +78,9 @@ async def may_answer(desk: Desk, hf: HumanFunction, user_id: str) -> bool:
     for group in groups:
         try:
             if user_id in await members.members(client.api, group):
-                return True
+                held.append(GROUP_PREFIX + group)
+                if not every:
+                    return held
         except RESPONSE_EXCEPTIONS as exc:
             reason = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
             logger.warning(
@@ -80,4 +89,4 @@ async def may_answer(desk: Desk, hf: HumanFunction, user_id: str) -> bool:
                 hf.id,
                 reason,
             )
-    return False
+    return held

@@ -15,17 +15,23 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from channels.approvers import NOT_AN_APPROVER
+from channels.approvers import NOT_AN_APPROVER, refusal
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
 from channels.slack.api import RESPONSE_EXCEPTIONS
 from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
 from channels.slack.client import API_TIMEOUT, SlackClient
-from channels.slack.groups import may_answer
+from channels.slack.groups import held_by
 from channels.slack.modal import block_errors, form_view, notice_view, reason_view
 from channels.slack.text import escape
-from schemas.errors import ClosedError, ExpiredError, InvalidAnswerError, UnknownRequestError
+from schemas.errors import (
+    ApprovalRefusedError,
+    ClosedError,
+    ExpiredError,
+    InvalidAnswerError,
+    UnknownRequestError,
+)
 from schemas.models import Action, HumanFunction
 
 logger = logging.getLogger(__name__)
@@ -70,18 +76,17 @@ async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
     if not hf.is_pending:
         await tell(response_url, ended_words(hf), hf_id)
         return
-    if not await may_answer(desk, hf, user_id_of(payload)):
-        logger.info(
-            "refused a click hf=%s channel=slack user=%s: not an approver", hf_id, user_id_of(payload)
-        )
-        await tell(response_url, NOT_AN_APPROVER, hf_id)
+    held = await held_by(desk, hf, user_id_of(payload)) if hf.approvers else []
+    if (why := refusal(hf, held)) is not None:
+        logger.info("refused a click hf=%s channel=slack user=%s: %s", hf_id, user_id_of(payload), why)
+        await tell(response_url, why, hf_id)
         return
     if action_id in _OPENS:
         await _open_modal(desk, hf, payload, _OPENS[action_id])
         return
     try:
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
-        answer = answer.model_copy(update={"person": identity(payload)})
+        answer = answer.model_copy(update={"person": identity(payload), "held": tuple(held)})
         await desk.answer(hf, answer)
     except ClosedError as exc:
         await tell(response_url, f"{sentence_case(str(exc))}; your click changed nothing.", hf_id)
@@ -100,21 +105,22 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
         return _notice("Not allowed", NOT_ALLOWED)
     try:
         hf = await desk.get(hf_id)
-        if hf.is_pending and not await may_answer(desk, hf, user_id_of(payload)):
+        held = await held_by(desk, hf, user_id_of(payload)) if hf.approvers else []
+        if hf.is_pending and (why := refusal(hf, held)) is not None:
             logger.info(
-                "refused a submission hf=%s channel=slack user=%s: not an approver",
-                hf_id,
-                user_id_of(payload),
+                "refused a submission hf=%s channel=slack user=%s: %s", hf_id, user_id_of(payload), why
             )
-            return _notice("Not an approver", NOT_AN_APPROVER)
+            return _notice("Not an approver" if why == NOT_AN_APPROVER else "Not your turn", why)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
-        answer = answer.model_copy(update={"person": identity(payload)})
+        answer = answer.model_copy(update={"person": identity(payload), "held": tuple(held)})
         await desk.answer(hf, answer)
     except UnknownRequestError:
         return _notice("Request ended", GONE)
     except InvalidAnswerError as exc:
         logger.info("invalid answer hf=%s channel=slack fields=%s", hf_id, ",".join(exc.errors))
         return {"response_action": "errors", "errors": block_errors(hf, exc.errors, view)}
+    except ApprovalRefusedError as exc:
+        return _notice("Not counted", f"{sentence_case(str(exc))}. Nothing was changed.")
     except ClosedError as exc:
         title = "Request expired" if isinstance(exc, ExpiredError) else "Already answered"
         return _notice(title, f"{sentence_case(str(exc))}. Nothing was changed.")

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from channels.approvers import who_may_answer
+from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
 from channels.teams.inputs import field_inputs
@@ -156,6 +156,10 @@ def _header(hf: HumanFunction, *, message_limit: int | None = None) -> list[dict
         blocks.append(moment("Answer by", hf.deadline, isSubtle=True, spacing="None"))
         if (only := who_may_answer(hf)) is not None:
             blocks.append(plain_text(only, limit=1000, isSubtle=True, spacing="None"))
+    if (count := approvals_text(hf)) is not None:
+        blocks.append(plain_text(count, limit=1000, weight="Bolder", spacing="None"))
+    if (turn := turn_text(hf)) is not None:
+        blocks.append(plain_text(turn, limit=1000, spacing="None"))
     return blocks
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, approves
+from channels.approvers import approves, refusal
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.budget import within_budget as budget_
@@ -157,9 +157,9 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
         if approver:  # someone who may not answer does not start answering (nothing changes)
             await desk.started(hf)  # the person has the card in front of them
         return card_reply(render_card(hf, ctx))
-    if hf.is_pending and not approver:
-        logger.info("refused a click hf=%s channel=teams user=%s: not an approver", hf.id, object_id or "?")
-        return card_reply(render_card(hf, ctx, notice=NOT_AN_APPROVER))
+    if hf.is_pending and (why := refusal(hf, held(activity))) is not None:
+        logger.info("refused a click hf=%s channel=teams user=%s: %s", hf.id, object_id or "?", why)
+        return card_reply(render_card(hf, ctx, notice=why))
     if not hf.is_pending:
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
@@ -186,7 +186,7 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
     except UnknownRequestError:
         return
     object_id, _ = person(activity)
-    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and approves(hf, held(activity))
+    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and refusal(hf, held(activity)) is None
     if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return
@@ -208,7 +208,8 @@ async def _answer_of(
     read, and what the answer check says of the others. That check matches the agent's patterns, so
     it runs off the event loop, within its budget (``Desk.check_answer``), as for every channel."""
     try:
-        return answer_of(hf, action, person(activity)[1]).model_copy(update={"person": identity(activity)})
+        answer = answer_of(hf, action, person(activity)[1])
+        return answer.model_copy(update={"person": identity(activity), "held": tuple(held(activity))})
     except UnreadableFieldsError as exc:
         unreadable = exc.errors
         readable = exc.readable

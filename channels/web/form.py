@@ -32,7 +32,14 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, approves, who_may_answer
+from channels.approvers import (
+    NOT_AN_APPROVER,
+    WEB_NEEDS_SIGN_IN,
+    approvals_text,
+    refusal,
+    turn_text,
+    who_may_answer,
+)
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
@@ -103,11 +110,18 @@ async def _sign_in_needed(request: Request, desk: Desk, nonce: str) -> tuple[Per
     return person, None
 
 
+def held_by(person: Person) -> str:
+    """A person signed in to the web, in the approvers' forms: ``email:ada@example.com``."""
+    return f"{person.channel}:{person.id}"
+
+
 def _answered_as(answer: Answer, person: Person | None) -> Answer:
-    """The answer, carrying the signed-in person who gave it (if any)."""
+    """The answer, carrying the signed-in person who gave it (if any), and what they hold among the
+    approvers (their ``email:``), so it counts as their approval and takes their turn."""
     if person is None:
         return answer
-    return answer.model_copy(update={"person": person, "by": f"{person.name} ({person.id})"})
+    update = {"person": person, "by": f"{person.name} ({person.id})", "held": (held_by(person),)}
+    return answer.model_copy(update=update)
 
 
 def _unavailable(nonce: str, exc: StoreUnavailableError, *, answering: bool = False) -> HTMLResponse:
@@ -158,17 +172,18 @@ async def _approvers_only(
     only = who_may_answer(hf)
     if only is None or not hf.is_pending:
         return None
+    progress = [f"{line}." for line in (approvals_text(hf), turn_text(hf)) if line]
     if person is None:
         ask = ask_to_sign_in(request, desk, nonce)
         if ask is not None:
             return ask
-        html = render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", WEB_NEEDS_SIGN_IN)
+        html = render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", *progress, WEB_NEEDS_SIGN_IN)
         return page_response(html, nonce, 403)
-    if approves(hf, [f"{person.channel}:{person.id}"]):
+    why = refusal(hf, [held_by(person)])
+    if why is None:
         return None
-    html = render_notice_page(
-        nonce, NOT_AN_APPROVER + ".", f"{only}.", f"You are signed in as {person.name} ({person.id})."
-    )
+    signed_in = f"You are signed in as {person.name} ({person.id})."
+    html = render_notice_page(nonce, why + ".", f"{only}.", *progress, signed_in)
     return page_response(html, nonce, 403)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from channels.approvers import approvals_text
 from channels.display import answered_values, clip, iso_time, outcome_summary, time_text
 from channels.web.page import MAX_REASON_CHARS, TEMPLATES, Shown, form_parts, remaining_text
 from schemas.models import HumanFunction
@@ -55,6 +56,8 @@ class InboxItem:
     deadline: float
     waits_for_start: bool
     """Opened with an idle timeout: it ends soon unless someone starts answering."""
+    approvals: str | None = None
+    """``1 of 2 approvals: ada`` of a request that counts approvals (docs/policies.md#approvals)."""
 
     @property
     def preview(self) -> str:
@@ -70,13 +73,20 @@ class InboxItem:
             "created": self.created,
             "deadline": self.deadline,
             "waitsForStart": self.waits_for_start,
-        }
+        } | ({"approvals": self.approvals} if self.approvals else {})
 
 
 def item_of(hf: HumanFunction) -> InboxItem:
     """The list item of a pending request."""
     return InboxItem(
-        hf.id, hf.requester, hf.channel, hf.message, hf.created_at, hf.deadline, hf.full_deadline is not None
+        hf.id,
+        hf.requester,
+        hf.channel,
+        hf.message,
+        hf.created_at,
+        hf.deadline,
+        hf.full_deadline is not None,
+        approvals_text(hf),
     )
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, turns_held
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.core.callers import Caller, owns
@@ -24,17 +25,19 @@ from gateway.core.returned import ReturnedMarks
 from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
 from gateway.core.validation import validate_answer_off_loop
 from schemas.errors import (
+    ApprovalRefusedError,
     ExpiredError,
     InvalidRequestError,
+    NotAnApproverError,
     RateLimitedError,
     StoreUnavailableError,
     UnknownRequestError,
 )
 from schemas.flat import SchemaLimits, check_flat_schema
-from schemas.models import STATUS_OF_ACTION, Action, Answer, HumanFunction, Outcome, Status
+from schemas.models import STATUS_OF_ACTION, Action, Answer, Approval, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
 from schemas.policies import Policies
-from schemas.results import WITHDRAWN_REASON, expired_outcome, timeout_reason
+from schemas.results import WITHDRAWN_REASON, answered_by, expired_outcome, no_answer_reason, timeout_reason
 from schemas.settings import Settings
 from schemas.text import utf8_size
 
@@ -155,15 +158,18 @@ class HumanFunctionService:
             policy=policy_name,
             target=applied.target,
             approvers=list(applied.policy.approvers) if applied.policy is not None else [],
+            approvals_needed=applied.policy.approvals if applied.policy is not None else 1,
+            order=applied.policy.order if applied.policy is not None else "any",
+            on_timeout=applied.policy.on_timeout if applied.policy is not None else "cancel",
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
         try:
             hf, opened = await self.store.create(
                 hf,
                 fingerprint(caller.identity, channel, message, schema, other_fields, policy_name),
-                timeout_reason(hf.timeout_seconds),
+                ending_reason(hf, hf.timeout_seconds),
                 delivery,
-                full_expire_reason=timeout_reason(full),
+                full_expire_reason=ending_reason(hf, full),
                 limits=Limits(
                     applied.rate_limit,
                     applied.max_pending,
@@ -200,6 +206,8 @@ class HumanFunctionService:
         if answer.action is Action.ACCEPT:
             content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
             check_other_fields(hf.other_fields, content)
+        if hf.counts_approvals:
+            return await self._approve(hf, answer, content)
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,
@@ -223,6 +231,84 @@ class HumanFunctionService:
             f"{who.channel}:{who.id}" if who is not None else answer.via,
         )
         return hf
+
+    async def _approve(
+        self, hf: HumanFunction, answer: Answer, content: dict[str, Any] | None
+    ) -> HumanFunction:
+        """``answer`` to a request that counts approvals (docs/policies.md#approvals): an acceptance
+        is recorded once per person and ends it only when it is the last one needed; a decline (or
+        cancel) ends it at once; in a sequential request only the approver whose turn it is may
+        answer. An answer no platform attributes to a person never counts."""
+        person = answer.person
+        if person is None:
+            raise NotAnApproverError(NOT_AN_APPROVER)
+        now = self.clock()
+        outcome = Outcome(
+            status=STATUS_OF_ACTION[answer.action],
+            action=answer.action,
+            content=content,
+            reason=answer.reason,
+            by=answer.by,
+            via=answer.via,
+            at=now,
+            person=person,
+        )
+        approval = None
+        if answer.action is Action.ACCEPT:
+            approval = Approval(by=answered_by(outcome) or {}, at=now, content=content)
+        turns = turns_held(hf, answer.held) if hf.order == "sequential" else None
+        try:
+            after = await self._end(
+                hf,
+                outcome,
+                retain=True,
+                turns=turns,
+                approval=None if approval is None else (f"{person.channel}:{person.id}", approval),
+            )
+        except ApprovalRefusedError as exc:
+            logger.info(
+                "refused an answer hf=%s channel=%s by=%s:%s: %s",
+                hf.id,
+                hf.channel,
+                person.channel,
+                person.id,
+                exc,
+            )
+            if exc.turn is not None and exc.turn < len(hf.approvers):
+                raise ApprovalRefusedError(
+                    NOT_YOUR_TURN.format(turn=hf.approvers[exc.turn]), exc.turn
+                ) from None
+            raise
+        if after.status is Status.EXPIRED:
+            raise ExpiredError("this request expired before the answer arrived")
+        if approval is not None:
+            await self.approved(after, approval)
+        logger.info(
+            "answered hf=%s channel=%s via=%s action=%s by=%s:%s approvals=%d/%d",
+            hf.id,
+            hf.channel,
+            answer.via,
+            answer.action,
+            person.channel,
+            person.id,
+            len(after.approvals),
+            hf.approvals_needed,
+        )
+        return after
+
+    async def approved(self, hf: HumanFunction, approval: Approval) -> None:
+        """One approval of a request needing several was recorded (``hf`` as it is now: still
+        pending, or accepted when this was the last one needed). The one place an ``approved``
+        event happens: the audit trail records it here (SPEC 13)."""
+        logger.info(
+            "approved hf=%s channel=%s by=%s:%s (%d of %d)",
+            hf.id,
+            hf.channel,
+            approval.by.get("channel"),
+            approval.by.get("id"),
+            len(hf.approvals),
+            hf.approvals_needed,
+        )
 
     async def started(self, hf: HumanFunction) -> HumanFunction:
         """A person started answering ``hf`` (opened its form or a modal): a request opened with an
@@ -280,10 +366,20 @@ class HumanFunctionService:
             await pipe.execute()
 
     def expired_outcome(self, hf: HumanFunction) -> Outcome:
-        """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."."""
-        return expired_outcome(timeout_reason(hf.timeout_seconds), self.clock())
+        """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."; under
+        a policy with ``on_timeout = "decline"``, declined, "No answer within ... (policy ...)"."""
+        action = Action.DECLINE if hf.on_timeout == "decline" else Action.CANCEL
+        return expired_outcome(ending_reason(hf, hf.timeout_seconds), self.clock(), action)
 
-    async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
+    async def _end(
+        self,
+        hf: HumanFunction,
+        outcome: Outcome,
+        *,
+        retain: bool,
+        turns: list[int] | None = None,
+        approval: tuple[str, Approval] | None = None,
+    ) -> HumanFunction:
         update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
         ended = await self.store.finish(
             hf.id,
@@ -291,9 +387,20 @@ class HumanFunctionService:
             update,
             retain=retain and self.settings.result_retention > 0,
             replicated=retain,  # a person's answer: on the replicas before the person is told
+            turns=turns,
+            approval=approval,
         )
-        ENDED.labels(status=ended.status.value).inc()
+        if not ended.is_pending:  # one approval of several leaves it pending
+            ENDED.labels(status=ended.status.value).inc()
         return ended
+
+
+def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:
+    """Why ``hf`` ends when nobody answered within ``timeout_seconds``: ``Request timed out after 5
+    minutes``, or under ``on_timeout = "decline"`` ``No answer within 5 minutes (policy deploys)``."""
+    if hf.on_timeout == "decline":
+        return no_answer_reason(timeout_seconds, hf.policy)
+    return timeout_reason(timeout_seconds)
 
 
 def get_channel_posts(channel: str) -> bool:

@@ -24,14 +24,24 @@ from gateway.core import store_scripts as scripts
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
 from gateway.core.replicas import ReplicaWait
-from schemas.errors import AlreadyAnsweredError, ExpiredError, RateLimitedError, UnknownRequestError
-from schemas.models import HumanFunction, Outcome, Status
+from schemas.errors import (
+    AlreadyAnsweredError,
+    ApprovalRefusedError,
+    ExpiredError,
+    RateLimitedError,
+    UnknownRequestError,
+)
+from schemas.models import Action, Approval, HumanFunction, Outcome, Status
 from schemas.results import TIMED_OUT_REASON, expired_outcome
 
 logger = logging.getLogger(__name__)
 
 REAP_BATCH = 500
 """Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
+
+ALREADY_APPROVED = "You have already approved this request"
+"""What a person who approved a request needing several approvals is told when they accept it again
+(privately; nothing changes)."""
 
 KEPT_OVERHEAD_BYTES = 2048
 """Bytes a request keeps in Redis besides its document: its hash's other fields, its attach key,
@@ -88,6 +98,9 @@ def _doc(hf: HumanFunction) -> str:
             "policy",
             "target",
             "approvers",
+            "approvals_needed",
+            "order",
+            "on_timeout",
         },
         exclude_defaults=True,
     )
@@ -150,6 +163,10 @@ class HumanFunctionStore:
         if hf.full_deadline is not None:
             args["full_deadline"] = repr(hf.full_deadline)
             args["full_expire_reason"] = full_expire_reason
+        if hf.counts_approvals:
+            args["needed"] = hf.approvals_needed
+        if hf.on_timeout == "decline":
+            args["expire_action"] = Action.DECLINE.value
         result = await self._replicated(
             "a new request",
             self._create,
@@ -204,6 +221,8 @@ class HumanFunctionStore:
         *,
         retain: bool,
         replicated: bool = False,
+        turns: list[int] | None = None,
+        approval: tuple[str, Approval] | None = None,
     ) -> HumanFunction:
         """End a pending function with ``outcome``; an answer or withdrawal at or after its deadline
         ends it as expired instead (``expired_outcome``, with the request's own stored reason).
@@ -213,13 +232,20 @@ class HumanFunctionStore:
         (its status says which outcome won). Raises ``AlreadyAnsweredError`` / ``ExpiredError`` if
         it had ended before, and changes nothing. ``replicated``: return only once the replicas hold
         the ending (a person's answer, ``gateway.core.replicas``).
+
+        Of a request that counts approvals (docs/policies.md#approvals): ``turns`` are the turns the
+        person holds (a sequential request; another turn raises ``ApprovalRefusedError`` with its
+        ``turn``); ``approval`` is (``<channel>:<id>`` of the person, their approval) of an
+        acceptance: recorded once per person (a second one raises ``ApprovalRefusedError``), and it
+        ends the request only when it is the last one needed; before, the request is returned
+        still pending, with its approvals, and ``update`` is queued so that its posts show them.
         """
         args = scripts.FinishArgs(
             id=hf_id,
             status=outcome.status.value,
-            outcome=outcome.model_dump_json(),
+            outcome=outcome_json(outcome),
             now=repr(outcome.at),
-            expired=expired_outcome(TIMED_OUT_REASON, outcome.at).model_dump_json(),
+            expired=outcome_json(expired_outcome(TIMED_OUT_REASON, outcome.at)),
             retain_ms=int(self.retention * 1000) if retain else 0,
             attach_prefix=keys.ATTACH_PREFIX,
             events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
@@ -227,6 +253,10 @@ class HumanFunctionStore:
             owned_kept_prefix=keys.KEPT_PREFIX,
             owned_kept_bytes_prefix=keys.KEPT_BYTES_PREFIX,
         )
+        if turns is not None:
+            args["turns"] = turns
+        if approval is not None:
+            args["approver"], args["approval"] = approval[0], approval[1].model_dump_json()
         result = await self._replicated(
             "an answer" if replicated else None,
             self._finish,
@@ -236,7 +266,11 @@ class HumanFunctionStore:
         verdict, detail = text(result[0]), result[1]
         if verdict == "missing":
             raise UnknownRequestError(f"no request with id {hf_id!r} (it may have expired)")
-        if verdict != "ok":
+        if verdict == "turn":
+            raise ApprovalRefusedError("it is not your turn to answer", turn=int(text(detail)))
+        if verdict == "repeat":
+            raise ApprovalRefusedError(ALREADY_APPROVED)
+        if verdict not in ("ok", "approved"):
             raise closed_error(Outcome.model_validate_json(text(detail)))
         return _load(_pairs(detail))
 
@@ -246,7 +280,7 @@ class HumanFunctionStore:
         args = scripts.ReapArgs(
             now=repr(now),
             batch=REAP_BATCH,
-            expired=expired_outcome(TIMED_OUT_REASON, now).model_dump_json(),
+            expired=outcome_json(expired_outcome(TIMED_OUT_REASON, now)),
             hf_prefix=keys.HF_PREFIX,
             attach_prefix=keys.ATTACH_PREFIX,
             events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
@@ -399,6 +433,12 @@ def size_text(size: int) -> str:
     return f"{size} bytes"
 
 
+def outcome_json(outcome: Outcome) -> str:
+    """An outcome as the store keeps it: without ``approvals`` (``None`` is never written), which the
+    store adds to the ending of a request that counts approvals, in the same step."""
+    return outcome.model_dump_json(exclude={"approvals"})
+
+
 def _pairs(flat: list[Any]) -> dict[Any, Any]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
@@ -416,6 +456,8 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
         doc["refs"] = json.loads(data["refs"])
     doc["delivery_error"] = data.get("delivery_error")
     doc["delivery_attempts"] = int(data.get("attempts", 0))
+    count = int(data.get("approval_count", 0))
+    doc["approvals"] = [json.loads(data[f"approval:{n}"]) for n in range(1, count + 1)]
     return HumanFunction.model_validate(doc)
 
 

@@ -49,17 +49,32 @@ end
 """Lua helper: run the recorded commands found in ``args`` from index ``from`` on."""
 
 EXPIRED_OUTCOME = """
-local function expired_outcome(template, reason)
-  local generic = template.reason
+local function expired_outcome(template, reason, action)
+  local generic, cancel = template.reason, template.action
   template.reason = reason or generic
+  template.action = action or cancel
   local outcome = cjson.encode(template)
-  template.reason = generic
+  template.reason, template.action = generic, cancel
   return outcome
 end
 """
 """Lua helper: the expired outcome, as JSON. ``template`` is the one Python built for this moment
-(``schemas.results.expired_outcome``); only its reason is replaced, by the request's own (stored
-when it was created or started). A hash without one keeps the template's generic reason."""
+(``schemas.results.expired_outcome``); only its reason and action are replaced, by the request's own
+(stored when it was created or started: ``expire_action`` is ``decline`` under a policy with
+``on_timeout = "decline"``). A hash without them keeps the template's generic reason and cancel."""
+
+WITH_APPROVALS = """
+local function with_approvals(key, outcome)
+  if not redis.call('HGET', key, 'needed') then return outcome end
+  local count = tonumber(redis.call('HGET', key, 'approval_count') or '0')
+  local entries = {}
+  for i = 1, count do entries[i] = redis.call('HGET', key, 'approval:' .. i) end
+  return string.sub(outcome, 1, -2) .. ',"approvals":[' .. table.concat(entries, ',') .. ']}'
+end
+"""
+"""Lua helper: the outcome JSON of a request that counts approvals (its hash has ``needed``) with
+``"approvals": [...]`` added, each approval's JSON as Python wrote it (so its content keeps its key
+order); any other outcome as it is. ``outcome`` is a JSON object without an ``approvals`` key."""
 
 
 KEPT_BYTES = """
@@ -137,6 +152,10 @@ class CreateArgs(TypedDict):
     """Bytes the owner may keep in Redis at once."""
     kept_size: int
     """Bytes this request keeps (its JSON, its fingerprint and an overhead per request)."""
+    needed: NotRequired[int]
+    """Only for a request that counts approvals: how many distinct approvers must accept."""
+    expire_action: NotRequired[str]
+    """Only under ``on_timeout = "decline"``: ``decline``, the action its timeout ends with."""
 
 
 CREATE = (
@@ -190,6 +209,8 @@ if a.full_deadline then
   redis.call('HSET', KEYS[1], 'full_deadline', a.full_deadline, 'full_expire_reason', a.full_expire_reason)
   last = a.full_deadline
 end
+if a.needed then redis.call('HSET', KEYS[1], 'needed', a.needed) end
+if a.expire_action then redis.call('HSET', KEYS[1], 'expire_action', a.expire_action) end
 redis.call('ZADD', KEYS[5], a.deadline, a.id)
 local ttl = redis.call('PTTL', KEYS[5])  -- Redis 6.2 has no PEXPIRETIME
 if ttl < 0 or now + ttl < tonumber(last) * 1000 then
@@ -229,12 +250,21 @@ class FinishArgs(TypedDict):
     owned_pending_prefix: str
     owned_kept_prefix: str
     owned_kept_bytes_prefix: str
+    turns: NotRequired[list[int]]
+    """Only for a sequential request: the turns (0-based indexes of its approvers) the person who
+    answered holds; any other turn is refused (``{'turn', count}``)."""
+    approver: NotRequired[str]
+    """Only for an acceptance of a request that counts approvals: who accepted
+    (``<channel>:<id>``); a second acceptance by them is refused (``{'repeat'}``)."""
+    approval: NotRequired[str]
+    """With ``approver``: the approval's JSON, stored as ``approval:<n>``."""
 
 
 FINISH = (
     RUN_COMMANDS
     + EVENTS_MIN_ID
     + EXPIRED_OUTCOME
+    + WITH_APPROVALS
     + KEPT_BYTES
     + """
 -- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
@@ -243,13 +273,35 @@ FINISH = (
 -- Any other ending asked for at or after the deadline is an expiry.
 local a = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1],
-  'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason')
+  'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason', 'expire_action')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
 local status, outcome, retain = a.status, a.outcome, a.retain_ms
 if status ~= 'expired' and tonumber(a.now) >= tonumber(f[2]) then
-  status, outcome, retain = 'expired', expired_outcome(cjson.decode(a.expired), f[7]), 0
+  status, outcome, retain = 'expired', expired_outcome(cjson.decode(a.expired), f[7], f[8]), 0
 end
+-- Approvals (docs/state-machine.md#approvals): a sequential request takes answers only from the
+-- approver whose turn it is; each acceptance is recorded once per person, and ends the request only
+-- when it is the last one needed.
+if status ~= 'expired' and a.turns then
+  local count = tonumber(redis.call('HGET', KEYS[1], 'approval_count') or '0')
+  local mine = false
+  for _, turn in ipairs(a.turns) do if turn == count then mine = true end end
+  if not mine then return {'turn', tostring(count)} end
+end
+if status == 'accepted' and a.approver then
+  if redis.call('HEXISTS', KEYS[1], 'approved:' .. a.approver) == 1 then return {'repeat', ''} end
+  local count = tonumber(redis.call('HGET', KEYS[1], 'approval_count') or '0') + 1
+  redis.call('HSET', KEYS[1], 'approval:' .. count, a.approval, 'approved:' .. a.approver, count,
+    'approval_count', count)
+  if count < tonumber(redis.call('HGET', KEYS[1], 'needed') or '1') then
+    redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
+      'approved', tostring(count))
+    if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 2 then run_commands(ARGV, 2) end
+    return {'approved', redis.call('HGETALL', KEYS[1])}
+  end
+end
+outcome = with_approvals(KEYS[1], outcome)
 redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', a.now)
 redis.call('ZREM', KEYS[2], a.id)
 if f[6] then
@@ -283,7 +335,9 @@ end
 return {'ok', redis.call('HGETALL', KEYS[1])}
 """
 )
-"""End a pending Human Function; {'ok', ended hash} or {old status, old outcome} or {'missing'}."""
+"""End a pending Human Function; {'ok', ended hash} or {old status, old outcome} or {'missing'};
+for an approval that is not the last one needed {'approved', hash}; refused, {'turn', approvals so
+far} or {'repeat'}."""
 
 
 class ReapArgs(TypedDict):
@@ -304,6 +358,7 @@ class ReapArgs(TypedDict):
 REAP = (
     EVENTS_MIN_ID
     + EXPIRED_OUTCOME
+    + WITH_APPROVALS
     + """
 -- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index.
 -- ARGV: 1 ReapArgs (JSON).
@@ -319,11 +374,11 @@ for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
   local key = a.hf_prefix .. id .. '}'
   local f = redis.call('HMGET', key,
-    'status', 'fingerprint', 'refs', 'attempts', 'expire_reason', 'doc', 'owner')
+    'status', 'fingerprint', 'refs', 'attempts', 'expire_reason', 'doc', 'owner', 'expire_action')
   if f[7] then redis.call('ZREM', a.owned_pending_prefix .. f[7] .. '}', id) end
   if f[1] == 'pending' then
     expired = expired + 1
-    local outcome = expired_outcome(template, f[5])
+    local outcome = with_approvals(key, expired_outcome(template, f[5], f[8]))
     redis.call('HSET', key, 'status', 'expired', 'outcome', outcome, 'ended_at', a.now)
     if f[2] then
       local attach = a.attach_prefix .. f[2] .. '}'

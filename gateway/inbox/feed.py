@@ -2,9 +2,9 @@
 
 Each open stream takes the newest id of the events stream, sends the pending list as it is then
 (``snapshot``), and from that id on reads the events stream itself on a connection of its own
-(blocking ``XREAD``): a creation becomes ``added`` (the request, read from its hash), an ending
-``ended``, a deadline that grew ``extended``. Nothing comes from process memory, so a request
-created, answered or extended through any process shows everywhere at once.
+(blocking ``XREAD``): a creation, or one approval of several, becomes ``added`` (the request, read
+from its hash), an ending ``ended``, a deadline that grew ``extended``. Nothing comes from process
+memory, so a request created, answered or extended through any process shows everywhere at once.
 
 Every ``HEARTBEAT_SECONDS`` a stream checks that its session is still valid (``signed-out`` ends it
 otherwise), renews its place among the operator's streams, and sends a comment that keeps proxies
@@ -32,7 +32,7 @@ from gateway.core.redis_target import RedisTarget
 from gateway.core.store import HumanFunctionStore
 from gateway.inbox.sessions import OperatorSessions, Session
 from schemas.errors import StoreUnavailableError, UnknownRequestError
-from schemas.models import Outcome, Status
+from schemas.models import Action, Outcome, Status
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ def ended_text(outcome: Outcome) -> str:
     """How a request ended, in a few words: ``Answered by Ada (U1)``, ``Withdrawn by the agent``."""
     if outcome.via == AGENT_VIA:
         return "Withdrawn by the agent"
+    if outcome.status is Status.EXPIRED and outcome.action is Action.DECLINE:  # on_timeout = "decline"
+        return f"Declined: {outcome.reason}"
     verb = _ENDED.get(outcome.status, "Ended")
     return f"{verb} by {outcome.by}" if outcome.by and outcome.status is not Status.EXPIRED else verb
 
@@ -104,7 +106,7 @@ async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes], session:
     """The inbox's event for one entry of the events stream (``None``: nothing to show; a request
     ``session`` does not see is never added, so its endings and extensions name nothing shown)."""
     hf_id = text(fields.get(b"id", b""))
-    if b"created" in fields:
+    if b"created" in fields or b"approved" in fields:  # new, or one approval of several more
         try:
             hf = await store.get(hf_id)
         except UnknownRequestError:

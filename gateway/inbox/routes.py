@@ -31,7 +31,15 @@ from collections.abc import Mapping, Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
-from channels.approvers import NOT_AN_APPROVER, OPERATOR_PREFIX, approves, who_may_answer
+from channels.approvers import (
+    NOT_AN_APPROVER,
+    OPERATOR_PREFIX,
+    approvals_text,
+    approves,
+    refusal,
+    turn_text,
+    who_may_answer,
+)
 from channels.display import sentence_case
 from channels.pages import (
     INBOX_VIA,
@@ -289,8 +297,9 @@ async def show_request(request: Request, hf_id: str) -> Response:
             return hf
         if approves(hf, [session.holder]):  # only who may answer starts answering
             hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
-        only = who_may_answer(hf) if hf.is_pending else None
-        return await _inbox_page(request, session, nonce, hf, notice=f"{only}." if only else None)
+        lines = [approvals_text(hf), turn_text(hf)] + ([who_may_answer(hf)] if hf.is_pending else [])
+        notice = " ".join(f"{line}." for line in lines if line)
+        return await _inbox_page(request, session, nonce, hf, notice=notice or None)
     except StoreUnavailableError as exc:
         return _unavailable(nonce, exc)
 
@@ -321,23 +330,30 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
     hf = await _request_of(request, hf_id, session, nonce)
     if isinstance(hf, Response):
         return hf
-    if hf.is_pending and not approves(hf, [session.holder]):
+    held = [session.holder]
+    if hf.is_pending and (why := refusal(hf, held)) is not None:
         logger.info(
-            "refused an inbox answer hf=%s channel=%s by=%s: not an approver",
+            "refused an inbox answer hf=%s channel=%s by=%s: %s",
             hf.id,
             hf.channel,
             session.holder,
+            "not an approver" if why == NOT_AN_APPROVER else why,
         )
-        return await _inbox_page(request, session, nonce, hf, status=403, notice=NOT_AN_APPROVER + ".")
+        return await _inbox_page(request, session, nonce, hf, status=403, notice=why + ".")
     try:
         answer = parse_form(hf, values)
         person = session.person or Person(
             channel=INBOX_VIA, id=OPERATOR_PREFIX + session.operator, name=session.operator
         )
         answer = answer.model_copy(
-            update={"by": answered_by(session.operator), "via": INBOX_VIA, "person": person}
+            update={
+                "by": answered_by(session.operator),
+                "via": INBOX_VIA,
+                "person": person,
+                "held": tuple(held),
+            }
         )
-        await runtime.service.answer(hf, answer)
+        answered = await runtime.service.answer(hf, answer)
     except InvalidAnswerError as exc:
         return await _inbox_page(
             request,
@@ -356,4 +372,6 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
         ended = await runtime.store.get(hf.id)
         return await _inbox_page(request, session, nonce, ended, status=409, notice=sentence_case(str(exc)))
     logger.info("inbox answer hf=%s channel=%s by=%s", hf.id, hf.channel, session.holder)
+    if answered.is_pending:  # one approval of several: the request stays, showing the count
+        return RedirectResponse(f"/inbox/{hf.id}", status_code=303, headers=page_headers(nonce, connect=True))
     return RedirectResponse("/inbox?done=1", status_code=303, headers=page_headers(nonce, connect=True))

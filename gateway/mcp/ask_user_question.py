@@ -30,7 +30,7 @@ from schemas.errors import InvalidSchemaError
 from schemas.flat import SchemaLimits, check_flat_schema, options_of
 from schemas.models import Action, HumanFunction, Outcome
 from schemas.other_fields import OTHER, OTHER_TITLE, chose_other, typed_text
-from schemas.results import answered_by, compact_json
+from schemas.results import answered_by, approvals_of, compact_json
 from schemas.settings import Settings
 
 NAME = "ask_user_question"
@@ -235,5 +235,5 @@ def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
         "answers": answers,
         "id": hf.id,
         "answeredBy": answered_by(outcome),
-    }
+    } | approvals_of(outcome)
     return text_result(f"User answered: {compact_json(answers)}", error=False, structured=structured)

@@ -99,7 +99,7 @@ rate_limit = 1.5
             4,
             "policies.deploys.timout",
             "is not a policy setting; the settings are callers, timeout, channels, approvers, targets, "
-            "rate_limit, max_pending",
+            "rate_limit, max_pending, approvals, order, on_timeout",
         ),
         (
             5,
@@ -193,3 +193,71 @@ def test_an_approver_of_no_form_is_a_mistake(approver: str) -> None:
     (mistake,) = mistakes(f'[policies.a]\napprovers = ["{approver}"]\n')
     assert (mistake.line, mistake.field) == (2, "policies.a.approvers[0]")
     assert mistake.rule.startswith(f"{approver!r} is not an approver; the forms are ")
+
+
+def test_approvals_order_and_on_timeout_are_read() -> None:
+    (chain,) = parse_policies(
+        '[policies.chain]\napprovers = ["slack:U1", "slack:group:S1"]\napprovals = 2\norder = "sequential"\n'
+        'on_timeout = "decline"\n'
+    ).policies
+    assert (chain.approvals, chain.order, chain.on_timeout) == (2, "sequential", "decline")
+    assert chain.describe() == (
+        "chain: callers any; 2 approver(s); 2 approval(s), sequential order; on timeout decline"
+    )
+    (plain,) = parse_policies("[policies.plain]\n").policies
+    assert (plain.approvals, plain.order, plain.on_timeout) == (1, "any", "cancel")
+    (grouped,) = parse_policies('[policies.g]\napprovers = ["slack:group:S1"]\napprovals = 3\n').policies
+    assert grouped.approvals == 3  # a user group may hold three people
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "rule"),
+    [
+        (
+            "[policies.p]\napprovals = 2\n",
+            1,
+            "policies.p.approvers",
+            "approvals = 2 needs approvers; list who may approve",
+        ),
+        (
+            '[policies.p]\norder = "sequential"\n',
+            1,
+            "policies.p.approvers",
+            'order = "sequential" needs approvers; list who may approve',
+        ),
+        (
+            '[policies.p]\napprovers = ["slack:U1", "slack:U2"]\napprovals = 3\n',
+            3,
+            "policies.p.approvals",
+            "3 approvals need at least 3 approvers (or a group or role); 2 listed",
+        ),
+        (
+            '[policies.p]\napprovers = ["slack:U1", "slack:U2"]\norder = "sequential"\n',
+            1,
+            "policies.p.approvals",
+            'with order = "sequential" every approver is asked in turn, so approvals must be 2 (the number '
+            "of approvers), not 1",
+        ),
+        ("[policies.p]\napprovals = 0\n", 2, "policies.p.approvals", "must be greater than or equal to 1"),
+        (
+            "[policies.p]\napprovals = 1.5\n",
+            2,
+            "policies.p.approvals",
+            "must be a whole number (got a number)",
+        ),
+        (
+            '[policies.p]\norder = "random"\n',
+            2,
+            "policies.p.order",
+            "'random' is not one of 'any' or 'sequential'",
+        ),
+        (
+            '[policies.p]\non_timeout = "accept"\n',
+            2,
+            "policies.p.on_timeout",
+            "'accept' is not one of 'cancel' or 'decline'",
+        ),
+    ],
+)
+def test_each_approvals_rule_names_its_field(text: str, line: int, field: str, rule: str) -> None:
+    assert mistakes(text) == [Mistake(line, field, rule)]

@@ -78,8 +78,9 @@
     a.href = "/inbox/" + encodeURIComponent(item.id);
     if (item.id === current) { a.setAttribute("aria-current", "page"); }
     var meta = span("meta", "");
-    meta.append(span("who", item.requester), " \u00b7 ", span("where", item.channel), " \u00b7 ",
-      span("countdown", leftText(item.deadline)));
+    meta.append(span("who", item.requester), " \u00b7 ", span("where", item.channel), " \u00b7 ");
+    if (item.approvals) { meta.append(span("approvals", item.approvals), " \u00b7 "); }
+    meta.append(span("countdown", leftText(item.deadline)));
     a.append(span("preview", item.preview), " ", meta);
     var focused = li.contains(document.activeElement);
     li.replaceChildren(a);

@@ -21,7 +21,8 @@ from gateway.core import store_scripts as scripts
 from gateway.core.queue import JobRecorder
 from gateway.core.redis_client import text
 from gateway.core.store import HumanFunctionStore, Opened
-from schemas.models import Action, HumanFunction, Outcome, Status
+from schemas.errors import ApprovalRefusedError
+from schemas.models import Action, Approval, HumanFunction, Outcome, Status
 from schemas.results import expired_outcome
 
 DOC = Path(__file__).parents[3] / "docs" / "state-machine.md"
@@ -65,6 +66,14 @@ class Snapshot:
         return self.fields["status"]
 
 
+def field_name(name: str) -> str:
+    """A hash field as the doc names it: ``approval:2`` is ``approval:<n>``, ``approved:slack:U1``
+    is ``approved:<person>``."""
+    if re.fullmatch(r"approval:\d+", name):
+        return "approval:<n>"
+    return "approved:<person>" if name.startswith("approved:") else name
+
+
 SUB_STATES: dict[str, Callable[[Snapshot], bool]] = {
     "idle deadline": lambda s: "full_deadline" in s.fields,
     "delivery started": lambda s: int(s.fields.get("attempts", "0")) > 0,
@@ -73,6 +82,9 @@ SUB_STATES: dict[str, Callable[[Snapshot], bool]] = {
     "kept result": lambda s: s.fields.get("retain") == "1" and s.attach == s.hf_id,
     "returned mark": lambda s: s.fields.get("returned") == "1",
     "update owed": lambda s: s.unsynced,
+    "counts approvals": lambda s: "needed" in s.fields,
+    "approvals recorded": lambda s: int(s.fields.get("approval_count", "0")) > 0,
+    "declines on timeout": lambda s: s.fields.get("expire_action") == "decline",
 }
 """How the test reads each documented sub-state off Redis."""
 
@@ -126,7 +138,7 @@ class Machine:
         raw = await self.redis.hgetall(keys.human_function(hf_id))
         if not raw:
             return None
-        fields = {text(k): text(v) for k, v in raw.items()}
+        fields = {field_name(text(k)): text(v) for k, v in raw.items()}
         self.seen_fields |= set(fields)
         attach = await self.redis.get(keys.attach(fields["fingerprint"]))
         unsynced = await self.redis.zscore(keys.UNSYNCED, hf_id) is not None
@@ -148,6 +160,10 @@ class Machine:
 
     async def end(self, hf_id: str, outcome: Outcome, *, retain: bool = False) -> Step:
         return await self.run("FINISH", hf_id, hf_id, outcome, JOBS.update(hf_id, "slack"), retain=retain)
+
+    async def end_approving(self, hf_id: str, approval: tuple[str, Approval]) -> Step:
+        outcome = by_person(Action.ACCEPT, approval[1].at)
+        return await self.run("FINISH", hf_id, hf_id, outcome, [], retain=True, approval=approval)
 
 
 @dataclass(frozen=True)
@@ -308,6 +324,75 @@ async def kept_given_back(m: Machine) -> Step:
     return await m.run("store.note_returned", "a1", [], ["a1"])
 
 
+TWO_APPROVALS = make_hf().model_copy(
+    update={"approvers": ["slack:U1", "slack:U2"], "approvals_needed": 2, "on_timeout": "decline"}
+)
+
+
+def approval_by(user: str, at: float = NOW + 1) -> tuple[str, Approval]:
+    by = {"channel": "slack", "id": user, "name": user.lower()}
+    return f"slack:{user}", Approval(by=by, at=at, content={"ok": True})
+
+
+async def open_counting(m: Machine) -> Step:
+    return await m.run("CREATE", "a1", TWO_APPROVALS, "fp", REASON, [])
+
+
+async def one_approval(m: Machine) -> Step:
+    await m.open(TWO_APPROVALS)
+    await m.store.count_delivery_attempt("a1")
+    step = await m.run(
+        "FINISH",
+        "a1",
+        "a1",
+        by_person(Action.ACCEPT),
+        JOBS.update("a1", "slack"),
+        retain=True,
+        approval=approval_by("U1"),
+    )
+    assert step.after is not None and not step.after.unsynced  # pending: no ending to show yet
+    assert await m.redis.llen("rq:queue:humangate-slack") == 1  # but its post shows the count
+    return step
+
+
+async def approval_refused(m: Machine) -> Step:
+    await m.open(TWO_APPROVALS)
+    await m.store.finish("a1", by_person(Action.ACCEPT), [], retain=True, approval=approval_by("U1"))
+    before = await m.snapshot("a1")
+    with pytest.raises(ApprovalRefusedError, match="already approved"):
+        await m.store.finish("a1", by_person(Action.ACCEPT), [], retain=True, approval=approval_by("U1"))
+    with pytest.raises(ApprovalRefusedError) as out_of_turn:
+        await m.store.finish("a1", by_person(Action.DECLINE), [], retain=True, turns=[0])
+    assert out_of_turn.value.turn == 1
+    after = await m.snapshot("a1")
+    assert before == after
+    return Step("FINISH", before, after, None)
+
+
+async def last_approval(m: Machine) -> Step:
+    await m.open(TWO_APPROVALS)
+    await m.store.finish("a1", by_person(Action.ACCEPT), [], retain=True, approval=approval_by("U1"))
+    step = await m.end_approving("a1", approval_by("U2", NOW + 2))
+    assert step.after is not None
+    ended = Outcome.model_validate_json(step.after.fields["outcome"])
+    assert ended.approvals is not None and [a.by["id"] for a in ended.approvals] == ["U1", "U2"]
+    return step
+
+
+async def reaped_declining(m: Machine) -> Step:
+    await m.open(TWO_APPROVALS.model_copy(update={"deadline": NOW + 5}), reason="No answer (policy p)")
+    step = await m.run("REAP", "a1", NOW + 10)
+    assert step.after is not None
+    ended = Outcome.model_validate_json(step.after.fields["outcome"])
+    assert (ended.status, ended.action, ended.reason) == (
+        Status.EXPIRED,
+        Action.DECLINE,
+        "No answer (policy p)",
+    )
+    assert ended.approvals == []
+    return step
+
+
 async def message_updated(m: Machine) -> Step:
     await answer_posted(m)
     return await m.run("store.synced", "a1", "a1")
@@ -332,6 +417,11 @@ DRIVERS: dict[str, Callable[[Machine], Awaitable[Step]]] = {
     "answer after the deadline": late_answer,
     "waiting call's deadline": waiting_deadline,
     "answer to a posted request": answer_posted,
+    "open, counting approvals": open_counting,
+    "one approval of several": one_approval,
+    "approval refused": approval_refused,
+    "last approval": last_approval,
+    "reaped, declining": reaped_declining,
     "reaped": reaped,
     "reaped, posted": reaped_posted,
     "result returned": result_returned,

@@ -12,6 +12,7 @@ from gateway.core.callers import KeyRing
 from gateway.inbox.feed import ended_text
 from gateway.inbox.sessions import MAX_STREAMS_PER_OPERATOR, STREAM_LEASE_SECONDS, OperatorSessions
 from schemas.models import Action, Outcome, Status
+from schemas.results import expired_outcome, no_answer_reason
 from schemas.settings import Settings
 
 
@@ -82,3 +83,5 @@ def test_an_ending_in_a_few_words() -> None:
     assert ended_text(outcome(Status.DECLINED)) == "Declined by Ada (U1)"
     assert ended_text(outcome(Status.EXPIRED, "timeout", None)) == "Expired"
     assert ended_text(outcome(Status.CANCELED, "agent", "bot")) == "Withdrawn by the agent"
+    declined = expired_outcome(no_answer_reason(300, "deploys"), 0, Action.DECLINE)
+    assert ended_text(declined) == "Declined: No answer within 5 minutes (policy deploys)"
