@@ -169,3 +169,28 @@ def inbox_streams(operator: str) -> str:
     so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
     a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
     return f"{PREFIX}:inbox-streams:{operator}"
+
+
+WEBHOOK_EVENT_PREFIX = f"{PREFIX}:webhook-event:"
+WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}:webhook-delivery:"
+
+
+def webhook_event(event_id: str) -> str:
+    """String: the body of one webhook event, written once so every attempt sends the same bytes.
+    TTL: ``gateway.core.webhook_store.kept_seconds`` (the retry schedule plus the failed grace)."""
+    return f"{WEBHOOK_EVENT_PREFIX}{event_id}"
+
+
+def webhook_delivery(delivery_id: str) -> str:
+    """Hash of one event's delivery to one URL (fields: event, type, url, state, attempts, error,
+    code, created, updated, claim). TTL: as its event's body, renewed by a redrive."""
+    return f"{WEBHOOK_DELIVERY_PREFIX}{delivery_id}"
+
+
+WEBHOOKS_DUE = f"{PREFIX}:webhooks-due"
+"""Sorted set: delivery id -> when its next attempt is due (a claimed one: when its claim lapses).
+No TTL: members leave when their delivery is delivered, gone or failed."""
+
+WEBHOOKS_FAILED = f"{PREFIX}:webhooks-failed"
+"""Sorted set: delivery id -> when it failed (or was gone), for ``humangate webhooks failed`` and
+``redrive``. No TTL: members whose delivery hash expired are dropped when listed."""
