@@ -31,7 +31,7 @@ def kind_of(address: IPAddress) -> str | None:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return kind_of(address.ipv4_mapped)
     for kind in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
-        if getattr(address, kind):
+        if getattr(address, f"is_{kind}"):
             return kind.replace("_", "-")
     return None if address.is_global else "non-global"
 
@@ -41,8 +41,9 @@ def refusal(host: str, addresses: Iterable[str]) -> str | None:
     for text in addresses:
         kind = kind_of(ipaddress.ip_address(text.split("%", 1)[0]))
         if kind is not None:
+            where = f"{host} is" if host.strip("[]") == text else f"{host} resolves to {text},"
             return (
-                f"{host} resolves to {text}, a {kind} address; webhooks go only to public addresses "
+                f"{where} a {kind} address; webhooks go only to public addresses "
                 "(HUMANGATE_WEBHOOK_ALLOW_PRIVATE=true allows it)"
             )
     return None
