@@ -1,7 +1,7 @@
 """The webhook sender of a worker process: signs and sends queued events (docs/webhooks.md).
 
-One asyncio loop in a thread of the worker, with one ``httpx.AsyncClient``, sends up to
-``CONCURRENCY`` deliveries at once: a burst of events leaves within a poll interval, with no job or
+One asyncio loop (uvloop) in a thread of the worker, with one ``aiohttp.ClientSession``, sends up
+to ``CONCURRENCY`` deliveries at once: a burst of events leaves within a poll interval, with no job or
 process per delivery. Deliveries are claimed from Redis (``gateway.core.webhook_store``), so any
 number of worker processes share them, none is sent by two at once, and a killed worker's due
 retries are sent by whichever sender runs next.
@@ -23,11 +23,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
+import uvloop
 from standardwebhooks import Webhook as Signer
 
 from gateway.core.metrics import count_delivery
-from gateway.core.outbound import RefusedAddressError, guarded_transport
+from gateway.core.outbound import RefusedAddressError, refused_literal, webhook_session
 from gateway.core.policies import load_policies
 from gateway.core.redis_client import async_redis
 from gateway.core.redis_target import RedisTarget
@@ -72,7 +73,7 @@ class WebhookSender:
         self.clock = clock
         self._name = secrets.token_hex(4)
         self._claims = 0
-        self._loop = asyncio.new_event_loop()
+        self._loop = uvloop.new_event_loop()
         self._stopping = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name="humangate-webhooks", daemon=True)
 
@@ -97,15 +98,12 @@ class WebhookSender:
         redis = async_redis(self.target)
         store = WebhookStore(redis, self.settings.webhook_retry_schedule)
         in_flight: set[asyncio.Task[None]] = set()
-        transport = guarded_transport(self.settings.webhook_allow_private)
-        client = httpx.AsyncClient(
-            transport=transport, timeout=SEND_TIMEOUT, trust_env=False, follow_redirects=False
-        )
+        client = webhook_session(self.settings.webhook_allow_private, CONCURRENCY, SEND_TIMEOUT)
         try:
             while not self._stopping.is_set():
                 claimed = await self._claim(store, CONCURRENCY - len(in_flight))
-                for delivery, token in claimed:
-                    task = asyncio.create_task(self.deliver(client, store, delivery, token))
+                for delivery, body, token in claimed:
+                    task = asyncio.create_task(self.deliver(client, store, delivery, body, token))
                     in_flight.add(task)
                     task.add_done_callback(in_flight.discard)
                 if not claimed or len(in_flight) >= CONCURRENCY:
@@ -116,28 +114,33 @@ class WebhookSender:
         finally:
             for task in in_flight:
                 task.cancel()
-            await client.aclose()
+            await client.close()
             await redis.aclose()
 
-    async def _claim(self, store: WebhookStore, room: int) -> list[tuple[str, str]]:
+    async def _claim(self, store: WebhookStore, room: int) -> list[tuple[Delivery, str | None, str]]:
         if room <= 0:
             return []
         self._claims += 1
         token = f"{self._name}:{self._claims}"
         try:
-            ids = await store.claim(self.clock(), min(room, CLAIM_BATCH), token)
+            claimed = await store.claim(self.clock(), min(room, CLAIM_BATCH), token)
         except Exception as exc:
             logger.warning("webhook sender: could not claim deliveries (%s); retrying", exc)
             return []
-        return [(delivery, token) for delivery in ids]
+        return [(delivery, body, token) for delivery, body in claimed]
 
     async def deliver(
-        self, client: httpx.AsyncClient, store: WebhookStore, delivery_id: str, token: str
+        self,
+        client: aiohttp.ClientSession,
+        store: WebhookStore,
+        delivery: Delivery,
+        body: str | None,
+        token: str,
     ) -> None:
         """One attempt of one claimed delivery, recorded (a failure to record leaves the claim to
         lapse: the attempt is then made again)."""
+        delivery_id = delivery.id
         try:
-            delivery, body = await store.load(delivery_id)
             state, error, code = await self._attempt(client, delivery, body)
             recorded, state = await store.settle(delivery, token, state, self.clock(), error, code)
         except Exception:
@@ -156,7 +159,7 @@ class WebhookSender:
             )
 
     async def _attempt(
-        self, client: httpx.AsyncClient, delivery: Delivery, body: str | None
+        self, client: aiohttp.ClientSession, delivery: Delivery, body: str | None
     ) -> tuple[str, str, str]:
         """(state, error, HTTP status) after one attempt."""
         signer = self.signers.get(delivery.url)
@@ -172,16 +175,24 @@ class WebhookSender:
             "webhook-timestamp": str(int(now)),
             "webhook-signature": signer.sign(delivery.event, datetime.fromtimestamp(now, UTC), body),
         }
+        refused = None if self.settings.webhook_allow_private else refused_literal(delivery.url)
+        if refused is not None:
+            return State.FAILED, refused, ""
         try:
-            response = await client.post(delivery.url, content=body.encode(), headers=headers)
-        except RefusedAddressError as exc:
-            return State.FAILED, str(exc), ""
-        except httpx.HTTPError as exc:
+            async with client.post(
+                delivery.url, data=body.encode(), headers=headers, allow_redirects=False
+            ) as response:
+                status = response.status
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, RefusedAddressError):
+                return State.FAILED, str(exc.os_error), ""
+            return State.PENDING, f"cannot connect: {exc.os_error}", ""
+        except (aiohttp.ClientError, TimeoutError) as exc:
             return State.PENDING, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, ""
-        code = str(response.status_code)
-        if response.is_success:
+        code = str(status)
+        if 200 <= status < 300:
             return State.DELIVERED, "", code
-        if response.status_code == 410:
+        if status == 410:
             return State.GONE, "the receiver answered 410 Gone", code
         return State.PENDING, f"HTTP {code}", code
 

@@ -3,26 +3,25 @@
 way to reach the services beside it, SSRF).
 
 Checked twice: when the policy file is checked or a gateway starts (``check_url``, a readable
-mistake), and at every send (``GuardedBackend``), against the address actually connected to, since
-a name may resolve elsewhere by then (DNS rebinding).
+mistake), and at every send (``GuardedResolver``, ``refused_literal``), against the address actually
+connected to, since a name may resolve elsewhere by then (DNS rebinding).
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import socket
-import typing
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-import httpcore
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class RefusedAddressError(httpx.TransportError):
+class RefusedAddressError(OSError):
     """A webhook URL resolves to an address webhooks may not reach."""
 
 
@@ -71,72 +70,42 @@ def check_url(url: str) -> tuple[str | None, str | None]:
     return refusal(host, [str(info[4][0]) for info in infos]), None
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend, refusing to connect to a refused address: it resolves the host
-    itself, connects to a checked address (TLS still verifies the URL's host name) and checks the
-    peer of the connection it got."""
+class GuardedResolver(AbstractResolver):
+    """aiohttp's resolver, refusing a host that resolves to a refused address. aiohttp connects
+    only to the addresses its resolver returned (no second lookup), so the address connected to is
+    one checked here; an IP literal needs no resolver and is checked by ``refused_literal``."""
 
     def __init__(self) -> None:
-        self._inner = httpcore.AnyIOBackend()
+        self._inner = DefaultResolver()
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        addresses = [_literal(host)] if _literal(host) else await _resolve(host, port)
-        chosen = [a for a in addresses if a is not None]
-        reason = refusal(host, chosen)
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        reason = refusal(host, [result["host"] for result in found])
         if reason is not None:
             raise RefusedAddressError(reason)
-        stream = await self._inner.connect_tcp(chosen[0], port, timeout, local_address, socket_options)
-        peer = stream.get_extra_info("server_addr")
-        reason = refusal(host, [str(peer[0])]) if peer else f"{host}: the connected address is unknown"
-        if reason is not None:
-            await stream.aclose()
-            raise RefusedAddressError(reason)
-        return stream
+        return found
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise RefusedAddressError("webhooks do not go to Unix sockets")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+    async def close(self) -> None:
+        await self._inner.close()
 
 
-async def _resolve(host: str, port: int) -> list[str | None]:
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise httpx.ConnectError(f"{host} does not resolve ({exc})") from None
-    if not infos:
-        raise httpx.ConnectError(f"{host} does not resolve")
-    return [str(info[4][0]) for info in infos]
+def refused_literal(url: str) -> str | None:
+    """Why a URL whose host is an IP address is refused (``None``: a name, or a public address)."""
+    literal = _literal(urlsplit(url).hostname or "")
+    return refusal(literal, [literal]) if literal is not None else None
 
 
-def guarded_transport(allow_private: bool) -> httpx.AsyncHTTPTransport:
-    """The transport webhooks are sent through: every address allowed with ``allow_private``, else
-    only public ones (``GuardedBackend``)."""
-    transport = httpx.AsyncHTTPTransport(retries=0)
-    if not allow_private:
-        # httpx has no parameter for the network backend; its pool is rebuilt with the same
-        # TLS context and ours.
-        pool = transport._pool
-        transport._pool = httpcore.AsyncConnectionPool(
-            ssl_context=pool._ssl_context,
-            max_connections=pool._max_connections,
-            max_keepalive_connections=pool._max_keepalive_connections,
-            keepalive_expiry=pool._keepalive_expiry,
-            http1=pool._http1,
-            http2=pool._http2,
-            network_backend=GuardedBackend(),
-        )
-    return transport
+def webhook_session(allow_private: bool, connections: int, timeout: float) -> aiohttp.ClientSession:
+    """The HTTP session webhooks are sent with: up to ``connections`` at once, ``timeout`` seconds
+    per attempt, no proxy from the environment, and, unless ``allow_private``, only public addresses."""
+    connector = aiohttp.TCPConnector(
+        limit=connections, resolver=None if allow_private else GuardedResolver(), enable_cleanup_closed=False
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=timeout),
+        trust_env=False,
+        auto_decompress=False,
+    )

@@ -39,16 +39,21 @@ class State:
 
 
 CLAIM = """
--- KEYS: 1 the due index. ARGV: 1 now, 2 lease, 3 limit, 4 claim token, 5 delivery key prefix.
--- Returns the ids claimed (due now, moved a lease ahead, stamped with the token).
+-- KEYS: 1 the due index. ARGV: 1 now, 2 lease, 3 limit, 4 claim token, 5 delivery key prefix,
+-- 6 event key prefix.
+-- Returns, for each delivery claimed (due now, moved a lease ahead, stamped with the token), its
+-- id, its fields (flat, as HGETALL) and its event's body (false when it expired).
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 local claimed = {}
 for _, id in ipairs(ids) do
   local key = ARGV[5] .. id
-  if redis.call('EXISTS', key) == 1 then
+  local event = redis.call('HGET', key, 'event')
+  if event then
     redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id)
     redis.call('HSET', key, 'claim', ARGV[4])
     table.insert(claimed, id)
+    table.insert(claimed, redis.call('HGETALL', key))
+    table.insert(claimed, redis.call('GET', ARGV[6] .. event))
   else
     redis.call('ZREM', KEYS[1], id)
   end
@@ -153,19 +158,23 @@ class WebhookStore:
                 pipe.zadd(keys.WEBHOOKS_DUE, {delivery: now})
             await pipe.execute()
 
-    async def claim(self, now: float, limit: int, token: str) -> list[str]:
-        """Claim up to ``limit`` due deliveries for the sender with ``token``."""
-        args: list[str | int] = [repr(now), repr(CLAIM_LEASE), limit, token, keys.WEBHOOK_DELIVERY_PREFIX]
-        claimed: list[Any] = await self._claim(keys=[keys.WEBHOOKS_DUE], args=args)
-        return [text(c) for c in claimed]
-
-    async def load(self, delivery: str) -> tuple[Delivery, str | None]:
-        """A delivery and its event's body (``None`` if it expired)."""
-        raw: dict[Any, Any] = await self.redis.hgetall(keys.webhook_delivery(delivery))
-        fields = {text(k): text(v) for k, v in raw.items()}
-        found = Delivery.of(delivery, fields)
-        body = await self.redis.get(keys.webhook_event(found.event)) if found.event else None
-        return found, text(body) if body is not None else None
+    async def claim(self, now: float, limit: int, token: str) -> list[tuple[Delivery, str | None]]:
+        """Claim up to ``limit`` due deliveries for the sender with ``token``: each with its event's
+        body (``None`` if it expired), in one round trip."""
+        args: list[str | int] = [
+            repr(now),
+            repr(CLAIM_LEASE),
+            limit,
+            token,
+            keys.WEBHOOK_DELIVERY_PREFIX,
+            keys.WEBHOOK_EVENT_PREFIX,
+        ]
+        flat: list[Any] = await self._claim(keys=[keys.WEBHOOKS_DUE], args=args)
+        claimed: list[tuple[Delivery, str | None]] = []
+        for raw_id, raw_fields, body in zip(flat[::3], flat[1::3], flat[2::3], strict=True):
+            fields = dict(zip(map(text, raw_fields[::2]), map(text, raw_fields[1::2]), strict=True))
+            claimed.append((Delivery.of(text(raw_id), fields), text(body) if body else None))
+        return claimed
 
     async def settle(
         self, delivery: Delivery, token: str, state: str, now: float, error: str = "", code: str = ""

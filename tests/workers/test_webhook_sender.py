@@ -30,6 +30,7 @@ from workers.webhook_sender import WebhookSender
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 BOT = Caller("deploy-bot", authenticated=True)
+URL = "https://example.com/a"
 BODY = '{"type":"request.ended"}'
 
 StartSender = Callable[..., WebhookSender]
@@ -157,20 +158,28 @@ async def test_after_the_last_attempt_it_is_failed_and_a_redrive_sends_it_again(
     assert {r.body for r in arrived} == {BODY.encode()}
 
 
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [
+        ("127.0.0.1", "127.0.0.1 is a loopback address"),  # an IP literal: checked before connecting
+        ("localhost", "localhost resolves to 127.0.0.1, a loopback address"),  # a name: by the resolver
+    ],
+)
 async def test_a_private_address_is_refused_at_send_time(
-    settings: Settings, start_sender: StartSender
+    settings: Settings, start_sender: StartSender, host: str, reason: str
 ) -> None:
     with running_receiver() as receiver:
+        url = receiver.url.replace("127.0.0.1", host)
         redis = Redis.from_url(str(settings.redis_url))
         store = WebhookStore(redis, [0.1])
         try:
-            await store.queue("msg_private", "request.ended", "{}", [receiver.url], time.time())
-            start_sender(receiver.url, allow_private=False)
+            await store.queue("msg_private", "request.ended", "{}", [url], time.time())
+            start_sender(url, allow_private=False)
             failed = await until(lambda: store.failed(), lambda rows: bool(rows))
         finally:
             await redis.aclose()
     assert failed[0].state == State.FAILED and failed[0].attempts == 1
-    assert "127.0.0.1 is a loopback address" in failed[0].error
+    assert failed[0].error.startswith(reason) and "HUMANGATE_WEBHOOK_ALLOW_PRIVATE" in failed[0].error
     assert receiver.received == []
 
 
@@ -181,18 +190,17 @@ async def test_a_claimed_delivery_is_never_claimed_twice_and_only_its_claimer_se
     store = WebhookStore(redis, [1.0])
     try:
         now = time.time()
-        await store.queue("msg_once", "request.ended", "{}", ["https://example.com/a"], now)
-        [claimed] = await store.claim(now, 10, "first")
+        await store.queue("msg_once", "request.ended", "{}", [URL], now)
+        [(delivery, body)] = await store.claim(now, 10, "first")
+        assert (delivery.event, delivery.url, delivery.attempts, body) == ("msg_once", URL, 0, "{}")
         assert await store.claim(now + CLAIM_LEASE - 1, 10, "second") == []
-        delivery, body = await store.load(claimed)
-        assert body == "{}"
         assert await store.settle(delivery, "second", State.DELIVERED, now) == (False, State.DELIVERED)
         # The claim lapses (its sender died): another sender takes it, and only it settles it.
-        assert await store.claim(now + CLAIM_LEASE + 1, 10, "third") == [claimed]
+        assert [d.id for d, _ in await store.claim(now + CLAIM_LEASE + 1, 10, "third")] == [delivery.id]
         assert (await store.settle(delivery, "first", State.DELIVERED, now))[0] is False
         assert await store.settle(delivery, "third", State.PENDING, now) == (True, State.PENDING)
         assert await store.claim(now + 0.5, 10, "fourth") == []
-        assert await store.claim(now + 1.0, 10, "fourth") == [claimed]
+        assert [d.attempts for d, _ in await store.claim(now + 1.0, 10, "fourth")] == [1]
     finally:
         await redis.aclose()
 

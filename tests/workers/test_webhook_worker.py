@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,12 +22,12 @@ pytestmark = pytest.mark.slow
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 
 
-async def delivery_state(redis: Redis, attempts: int, timeout: float = 30.0) -> dict[bytes, bytes]:
+async def delivery_state(redis: Redis, attempts: int, timeout: float = 30.0) -> dict[Any, Any]:
     """The one delivery's hash once it has recorded ``attempts`` attempts (bounded)."""
     deadline = time.monotonic() + timeout
     while True:
         found = [key async for key in redis.scan_iter(match=keys.webhook_delivery("*"))]
-        fields: dict[bytes, bytes] = await redis.hgetall(found[0]) if found else {}
+        fields: dict[Any, Any] = await redis.hgetall(found[0]) if found else {}
         if int(fields.get(b"attempts", 0)) >= attempts:
             return fields
         assert time.monotonic() < deadline, f"no delivery recorded {attempts} attempt(s) in {timeout} s"
