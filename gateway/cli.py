@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     redrive = webhook_commands.add_parser(
         "redrive", help="send failed deliveries again, with the same id and body, on a fresh schedule"
     )
-    redrive.add_argument("ids", nargs="*", metavar="ID", help="delivery ids, as `webhooks failed` lists them")
+    redrive.add_argument("id", nargs="*", metavar="ID", help="delivery ids, as `webhooks failed` lists them")
     redrive.add_argument("--all", action="store_true", help="every failed delivery")
 
     commands.add_parser("doctor", help="check Redis, every configured channel and the policies' targets")
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "webhooks":
         from gateway.webhook_commands import run as run_webhooks
 
-        return run_webhooks(args.webhooks_command, getattr(args, "ids", []), getattr(args, "all", False))
+        return run_webhooks(args.webhooks_command, getattr(args, "id", []), getattr(args, "all", False))
     return doctor_module.run()
 
 

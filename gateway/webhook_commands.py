@@ -1,4 +1,4 @@
-"""``humangate webhooks failed`` and ``humangate webhooks redrive`` (docs/cli.md#webhooks)."""
+"""``humangate webhooks failed`` and ``humangate webhooks redrive`` (docs/cli.md#humangate-webhooks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The command line of webhooks (docs/cli.md#webhooks): ``policy check`` and ``serve`` refuse a
+"""The command line of webhooks (docs/cli.md#humangate-webhooks): ``policy check`` and ``serve`` refuse a
 webhook to a private address, ``webhooks failed`` lists failed deliveries and ``webhooks redrive``
 sends them again, all run as a person would."""
 
