@@ -29,7 +29,7 @@ def kind_of(address: IPAddress) -> str | None:
     """Why ``address`` is refused (``"loopback"``, ...), or ``None`` when it is a public one."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return kind_of(address.ipv4_mapped)
-    for kind in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
+    for kind in ("loopback", "link_local", "unspecified", "multicast", "private", "reserved"):
         if getattr(address, f"is_{kind}"):
             return kind.replace("_", "-")
     return None if address.is_global else "non-global"

@@ -177,14 +177,22 @@ WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}:webhook-delivery:"
 
 def webhook_event(event_id: str) -> str:
     """String: the body of one webhook event, written once so every attempt sends the same bytes.
-    TTL: ``gateway.core.webhook_store.kept_seconds`` (the retry schedule plus the failed grace)."""
+    TTL: ``gateway.core.webhook_store.kept_seconds`` (the retry schedule plus the failed grace);
+    ``DELIVERED_KEEP`` once every delivery of the event is delivered."""
     return f"{WEBHOOK_EVENT_PREFIX}{event_id}"
 
 
 def webhook_delivery(delivery_id: str) -> str:
     """Hash of one event's delivery to one URL (fields: event, type, url, state, attempts, error,
-    code, created, updated, claim). TTL: as its event's body, renewed by a redrive."""
+    code, created, updated, claim). TTL: as its event's body, renewed by a redrive; ``DELIVERED_KEEP``
+    once delivered."""
     return f"{WEBHOOK_DELIVERY_PREFIX}{delivery_id}"
+
+
+def webhook_event_left(event_id: str) -> str:
+    """Integer: the deliveries of one event not delivered yet; at 0 its body is kept only
+    ``gateway.core.webhook_store.DELIVERED_KEEP`` more. TTL: as the event's body."""
+    return f"{WEBHOOK_EVENT_PREFIX}{event_id}:left"
 
 
 WEBHOOKS_DUE = f"{PREFIX}:webhooks-due"

@@ -24,6 +24,9 @@ CLAIM_LEASE = 120.0
 """Seconds a claimed delivery belongs to its sender; far above a send's timeout, so only a dead
 sender's claims ever lapse."""
 
+DELIVERED_KEEP = 3600
+"""Seconds a delivered delivery (and, once all of its event's are delivered, the body) is kept."""
+
 FAILED_GRACE = 7 * 24 * 3600
 """Seconds a failed delivery (and its body) is kept for ``redrive`` after its schedule ends."""
 
@@ -63,8 +66,10 @@ return claimed
 """Claim the due deliveries (see the module docstring)."""
 
 SETTLE = """
--- KEYS: 1 the delivery, 2 the due index, 3 the failed index.
--- ARGV: 1 delivery id, 2 claim token, 3 new state, 4 next due time (pending), 5 now, 6 error, 7 code.
+-- KEYS: 1 the delivery, 2 the due index, 3 the failed index, 4 the event's body, 5 its count of
+-- deliveries left.
+-- ARGV: 1 delivery id, 2 claim token, 3 new state, 4 next due time (pending), 5 now, 6 error, 7 code,
+-- 8 seconds a delivered one is kept.
 -- Returns 1 when recorded, 0 when the claim was not this token's (nothing changes).
 if redis.call('HGET', KEYS[1], 'claim') ~= ARGV[2] then return 0 end
 redis.call('HINCRBY', KEYS[1], 'attempts', 1)
@@ -74,7 +79,15 @@ if ARGV[3] == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
-  if ARGV[3] ~= 'delivered' then redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1]) end
+  if ARGV[3] == 'delivered' then
+    redis.call('EXPIRE', KEYS[1], ARGV[8])
+    if redis.call('DECR', KEYS[5]) <= 0 then
+      redis.call('EXPIRE', KEYS[4], ARGV[8])
+      redis.call('EXPIRE', KEYS[5], ARGV[8])
+    end
+  else
+    redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
+  end
 end
 return 1
 """
@@ -141,6 +154,7 @@ class WebhookStore:
         keep = kept_seconds(self.schedule)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.set(keys.webhook_event(event_id), body, ex=keep)
+            pipe.set(keys.webhook_event_left(event_id), len(urls), ex=keep)
             for url in urls:
                 delivery = delivery_id(event_id, url)
                 pipe.hset(
@@ -190,8 +204,14 @@ class WebhookStore:
             else:
                 due = repr(now + self.schedule[done - 1])
         recorded = await self._settle(
-            keys=[keys.webhook_delivery(delivery.id), keys.WEBHOOKS_DUE, keys.WEBHOOKS_FAILED],
-            args=[delivery.id, token, state, due, repr(now), error[:500], code],
+            keys=[
+                keys.webhook_delivery(delivery.id),
+                keys.WEBHOOKS_DUE,
+                keys.WEBHOOKS_FAILED,
+                keys.webhook_event(delivery.event),
+                keys.webhook_event_left(delivery.event),
+            ],
+            args=[delivery.id, token, state, due, repr(now), error[:500], code, DELIVERED_KEEP],
         )
         return bool(recorded), state
 
@@ -224,6 +244,7 @@ class WebhookStore:
                 pipe.hset(key, mapping={"state": State.PENDING, "attempts": 0, "error": "", "code": ""})
                 pipe.expire(key, keep)
                 pipe.expire(keys.webhook_event(text(event)), keep)
+                pipe.expire(keys.webhook_event_left(text(event)), keep)
                 pipe.zadd(keys.WEBHOOKS_DUE, {delivery: now})
                 await pipe.execute()
             queued.append(delivery)

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from gateway.core import redis_keys as keys
 from gateway.core.callers import Caller
 from gateway.core.metrics import DELIVERY_RESULTS
 from gateway.core.queue import JobRecorder
 from gateway.core.redis_target import RedisTarget
 from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
-from gateway.core.webhook_store import CLAIM_LEASE, State, WebhookStore
+from gateway.core.webhook_store import CLAIM_LEASE, DELIVERED_KEEP, State, WebhookStore, delivery_id
 from gateway.core.webhooks import Webhooks
 from schemas.models import Action, Answer, Status
 from schemas.policies import parse_policies
@@ -87,6 +88,38 @@ async def test_a_requests_events_arrive_signed_as_standard_webhooks_say(
     assert created.headers["webhook-id"].startswith("msg_")
     assert abs(int(created.headers["webhook-timestamp"]) - time.time()) < 60
     assert hf.form_secret not in (created.body + ended.body).decode()
+
+
+async def test_a_request_that_times_out_is_announced_by_the_reaper_and_its_body_then_kept_briefly(
+    settings: Settings, start_sender: StartSender
+) -> None:
+    with running_receiver() as receiver:
+        redis = Redis.from_url(str(settings.redis_url))
+        now = [time.time()]
+        policies = parse_policies(policy_text(receiver.url, ["request.ended"]))
+        service = HumanFunctionService(
+            HumanFunctionStore(redis),
+            JobRecorder(),
+            settings,
+            clock=lambda: now[0],
+            webhooks=Webhooks(redis, policies.webhooks, [0.2]),
+        )
+        try:
+            start_sender(receiver.url)
+            hf, _ = await service.open(BOT, "web", "Deploy?", APPROVAL)
+            now[0] += hf.timeout_seconds + 1
+            await service.reap()
+            [ended] = receiver.wait_for(1)
+            event = ended.headers["webhook-id"]
+            delivery = keys.webhook_delivery(delivery_id(event, receiver.url))
+            await until(lambda: redis.hget(delivery, "state"), lambda state: state == b"delivered")
+            assert 0 < await redis.ttl(keys.webhook_event(event)) <= DELIVERED_KEEP
+            assert 0 < await redis.ttl(delivery) <= DELIVERED_KEEP
+        finally:
+            await redis.aclose()
+    body: Any = ended.verified()
+    assert (body["type"], body["data"]["id"], body["data"]["status"]) == ("request.ended", hf.id, "expired")
+    assert body["data"]["outcome"]["answeredBy"] is None
 
 
 async def test_a_failing_receiver_gets_the_same_id_and_body_until_it_answers_2xx(
