@@ -73,6 +73,7 @@ class WebhookSender:
         self.clock = clock
         self._name = secrets.token_hex(4)
         self._claims = 0
+        self._failing = False
         self._loop = uvloop.new_event_loop()
         self._stopping = asyncio.Event()
         self._thread = threading.Thread(target=self._run, name="humangate-webhooks", daemon=True)
@@ -125,8 +126,13 @@ class WebhookSender:
         try:
             claimed = await store.claim(self.clock(), min(room, CLAIM_BATCH), token)
         except Exception as exc:
-            logger.warning("webhook sender: could not claim deliveries (%s); retrying", exc)
+            if not self._failing:  # once per outage, not once per poll
+                logger.warning("webhook sender: could not claim deliveries (%s); retrying", exc)
+            self._failing = True
             return []
+        if self._failing:
+            logger.info("webhook sender: Redis answers again")
+        self._failing = False
         return [(delivery, body, token) for delivery, body in claimed]
 
     async def deliver(
