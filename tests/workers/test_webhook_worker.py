@@ -1,5 +1,6 @@
-"""Webhooks sent by real ``humangate worker`` processes for a real gateway: a worker killed while a
-delivery waits for its retry is replaced, and the new one sends it with the same id and body."""
+"""Webhooks sent by real worker processes for a real gateway: a worker killed while a delivery waits
+for its retry is replaced, and the new one sends it with the same id and body; ``serve`` with its
+own worker sends a request's events."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from gateway.core import redis_keys as keys
 from tests.conftest import StartGateway, StartWorker
 from tests.webhook_receiver import policy_text, running_receiver
 
-pytestmark = pytest.mark.slow
-
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 
 
@@ -34,6 +33,7 @@ async def delivery_state(redis: Redis, attempts: int, timeout: float = 30.0) -> 
         await asyncio.sleep(0.05)  # polling Redis for the worker's write, bounded above
 
 
+@pytest.mark.slow
 async def test_a_worker_killed_between_attempts_is_replaced_and_the_retry_sent_once(
     start_gateway: StartGateway, start_worker: StartWorker, redis_url: str, tmp_path: Path
 ) -> None:
@@ -69,3 +69,20 @@ async def test_a_worker_killed_between_attempts_is_replaced_and_the_retry_sent_o
     body = second.verified()
     assert isinstance(body, dict) and body["type"] == "request.ended" and body["data"]["id"] == hf_id
     assert json.loads(second.body)["data"]["outcome"]["reason"] == "Request canceled by the agent"
+
+
+async def test_serve_with_its_own_worker_sends_a_requests_events(
+    start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    with running_receiver() as receiver:
+        policy = tmp_path / "humangate.toml"
+        policy.write_text(policy_text(receiver.url))
+        gateway = start_gateway(HUMANGATE_POLICY_FILE=str(policy), HUMANGATE_WEBHOOK_ALLOW_PRIVATE="true")
+        async with httpx.AsyncClient(base_url=gateway.url) as client:
+            created = await client.post("/v1/requests", json={"message": "Ship?", "schema": APPROVAL})
+            hf_id = created.json()["id"]
+            await client.delete(f"/v1/requests/{hf_id}")
+        arrived = receiver.wait_for(2)
+    bodies = [request.verified() for request in arrived]
+    kinds = sorted((b["type"], b["data"]["id"], b["data"]["status"]) for b in bodies if isinstance(b, dict))
+    assert kinds == [("request.created", hf_id, "pending"), ("request.ended", hf_id, "canceled")]
