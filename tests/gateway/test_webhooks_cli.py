@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
@@ -52,16 +53,18 @@ def test_policy_check_refuses_a_webhook_to_a_private_address_naming_its_line(tmp
     assert SECRET not in checked.stdout + checked.stderr + allowed.stdout + allowed.stderr
 
 
-def test_serve_refuses_to_start_with_a_webhook_to_a_private_address(tmp_path: Path, redis_url: str) -> None:
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_serve_and_worker_refuse_to_start_with_a_webhook_to_a_private_address(
+    tmp_path: Path, redis_url: str, command: str
+) -> None:
     path = tmp_path / "humangate.toml"
     path.write_text(PRIVATE)
-    served = run_cli(
-        "serve", "--port", str(free_port()), env={"HUMANGATE_POLICY_FILE": str(path)}, redis_url=redis_url
-    )
-    assert served.returncode == 2
-    assert "humangate serve: not starting:" in served.stderr
-    assert "webhooks[1].url: 127.0.0.1 is a loopback address" in served.stderr
-    assert SECRET not in served.stdout + served.stderr
+    args = ("--port", str(free_port())) if command == "serve" else ("--channels", "web")
+    started = run_cli(command, *args, env={"HUMANGATE_POLICY_FILE": str(path)}, redis_url=redis_url)
+    assert started.returncode == 2
+    assert f"humangate {command}: not starting:" in started.stderr
+    assert "webhooks[1].url: 127.0.0.1 is a loopback address" in started.stderr
+    assert SECRET not in started.stdout + started.stderr
 
 
 async def test_failed_deliveries_are_listed_and_redriven_from_the_cli(settings: Settings) -> None:
