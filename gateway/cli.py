@@ -1,4 +1,4 @@
-"""The ``humangate`` command: serve, worker, keys, policy, doctor."""
+"""The ``humangate`` command: serve, worker, keys, policy, webhooks, doctor."""
 
 from __future__ import annotations
 
@@ -77,6 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the file to check (default: HUMANGATE_POLICY_FILE, else ./humangate.toml)",
     )
 
+    webhooks = commands.add_parser("webhooks", help="webhook deliveries that failed (docs/webhooks.md)")
+    webhook_commands = webhooks.add_subparsers(dest="webhooks_command", required=True)
+    webhook_commands.add_parser("failed", help="list failed (and gone) deliveries, oldest first")
+    redrive = webhook_commands.add_parser(
+        "redrive", help="send failed deliveries again, with the same id and body, on a fresh schedule"
+    )
+    redrive.add_argument("id", nargs="*", metavar="ID", help="delivery ids, as `webhooks failed` lists them")
+    redrive.add_argument("--all", action="store_true", help="every failed delivery")
+
     commands.add_parser("doctor", help="check Redis, every configured channel and the policies' targets")
     return parser
 
@@ -103,6 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _keys(args)
     if args.command == "policy":
         return check_policy_file(args.file)
+    if args.command == "webhooks":
+        from gateway.webhook_commands import run as run_webhooks
+
+        return run_webhooks(args.webhooks_command, getattr(args, "id", []), getattr(args, "all", False))
     return doctor_module.run()
 
 
@@ -110,7 +123,9 @@ def check_policy_file(file: str | None) -> int:
     """``humangate policy check [FILE]``: each mistake as ``FILE:LINE: field: rule`` (exit 1), or
     a summary of the valid file (exit 0)."""
     from gateway.core.policies import DEFAULT_POLICY_FILE, policy_path, read_policies
+    from gateway.core.webhooks import url_mistakes
     from schemas.policies import PolicyFileError
+    from schemas.webhooks import webhook_lines
 
     path = Path(file) if file is not None else policy_path(get_settings())
     if path is None:
@@ -128,10 +143,22 @@ def check_policy_file(file: str | None) -> int:
             sys.stdout.write(f"{path}{line}:{field} {mistake.rule}\n")
         sys.stderr.write(f"{path}: {len(exc.mistakes)} mistake(s)\n")
         return 1
+    refused, warnings = url_mistakes(policies, get_settings())
+    if refused:
+        lines = webhook_lines(path.read_text(encoding="utf-8"))
+        for index, reason in refused:
+            at: int | None = lines[index].get("url", lines[index][""]) if index < len(lines) else None
+            sys.stdout.write(f"{path}{f':{at}' if at else ''}: webhooks[{index}].url: {reason}\n")
+        sys.stderr.write(f"{path}: {len(refused)} mistake(s)\n")
+        return 1
     count = len(policies.policies)
     sys.stdout.write(f"{path}: valid, {count} {'policy' if count == 1 else 'policies'}\n")
     for policy in policies.policies:
         sys.stdout.write(f"  {policy.describe()}\n")
+    for hook in policies.webhooks:
+        sys.stdout.write(f"  {hook.describe()}\n")
+    for warning in warnings:
+        sys.stderr.write(f"{path}: warning: {warning}\n")
     return 0
 
 

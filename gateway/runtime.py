@@ -22,6 +22,7 @@ from gateway.core.redis_target import RedisNotConfigured, RedisTarget
 from gateway.core.replicas import replica_wait
 from gateway.core.service import Clock, HumanFunctionService
 from gateway.core.store import HumanFunctionStore
+from gateway.core.webhooks import Webhooks
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -87,7 +88,10 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     redis = async_redis(target)
     store = HumanFunctionStore(redis, retention=settings.result_retention, replicas=replica_wait(settings))
     kwargs = {} if clock is None else {"clock": clock}
-    service = HumanFunctionService(store, JobRecorder(), settings, policies=policies, **kwargs)
+    webhooks = Webhooks(redis, policies.webhooks, settings.webhook_retry_schedule)
+    service = HumanFunctionService(
+        store, JobRecorder(), settings, policies=policies, webhooks=webhooks, **kwargs
+    )
     events = Events(target, store, settings.poll_interval)
     runtime = Runtime(settings, target, redis, service, events, KeyRing(redis, settings))
     await events.start()

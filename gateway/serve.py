@@ -26,6 +26,7 @@ from gateway.core.local import url_file
 from gateway.core.policies import load_policies
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
+from gateway.core.webhooks import url_mistakes
 from gateway.logs import install_redaction
 from schemas.policies import PolicyFileError
 from schemas.settings import get_settings, override_settings
@@ -104,6 +105,13 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
         policies = load_policies(settings)
     except PolicyFileError as exc:
         sys.stderr.write(f"humangate serve: not starting: {exc}\n(check it with: humangate policy check)\n")
+        return 2
+    refused, warnings = url_mistakes(policies, settings)
+    for warning in warnings:
+        logger.warning("%s", warning)
+    if refused:
+        reasons = "\n".join(f"  webhooks[{index}].url: {reason}" for index, reason in refused)
+        sys.stderr.write(f"humangate serve: not starting: {policies.source}:\n{reasons}\n")
         return 2
     try:
         sock = bind(host, port)

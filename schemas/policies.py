@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
 from schemas.toml_lines import KeyLines
+from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
 
 ANY_CALLER = "*"
 """In ``callers``: every caller, with a key or without."""
@@ -201,6 +202,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     policies: dict[str, PolicyTable] = Field(default_factory=dict)
+    webhooks: list[Webhook] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,8 @@ class Policies:
     policies: tuple[Policy, ...] = ()
     source: str = ""
     """Where they were read from (a path), for messages."""
+    webhooks: tuple[Webhook, ...] = ()
+    """The ``[[webhooks]]`` tables, in file order (docs/webhooks.md)."""
 
     def first_for(self, caller: str, authenticated: bool) -> Policy | None:
         """The first policy, in file order, that applies to the caller."""
@@ -258,20 +262,46 @@ def parse_policies(text: str, source: str = "the policy file") -> Policies:
         rule = _AT_LINE.sub("", str(exc)).strip()
         raise PolicyFileError(source, [Mistake(line, "", f"not valid TOML: {rule}")]) from None
     lines = KeyLines(text)
+    hooks = webhook_lines(text)
     mistakes = [
         Mistake(lines.line_of(loc), _field(loc), rule) for loc, rule in _check_names(data.get("policies"))
     ]
+    mistakes += [Mistake(_line(lines, hooks, loc), _field(loc), rule) for loc, rule in _check_urls(data)]
     try:
         parsed = _File.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
             loc, rule = _explained(error)
-            mistakes.append(Mistake(lines.line_of(loc), _field(loc), rule))
+            mistakes.append(Mistake(_line(lines, hooks, loc), _field(loc), rule))
         raise PolicyFileError(source, _sorted(mistakes)) from None
     if mistakes:
         raise PolicyFileError(source, _sorted(mistakes))
     named = tuple(Policy(name=name, **dict(table)) for name, table in parsed.policies.items())
-    return Policies(named, source)
+    return Policies(named, source, tuple(parsed.webhooks))
+
+
+def _line(lines: KeyLines, hooks: list[dict[str, int]], loc: tuple[str | int, ...]) -> int | None:
+    """The line of ``loc``; in the ``i``-th ``[[webhooks]]`` table, that of its key (or header)."""
+    if len(loc) >= 2 and loc[0] == "webhooks" and isinstance(loc[1], int) and loc[1] < len(hooks):
+        table = hooks[loc[1]]
+        return table.get(str(loc[2]), table[""]) if len(loc) >= 3 else table[""]
+    return lines.line_of(loc)
+
+
+def _check_urls(data: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Two ``[[webhooks]]`` tables with one URL: a delivery is known by its URL."""
+    hooks = data.get("webhooks")
+    if not isinstance(hooks, list):
+        return []
+    seen: set[str] = set()
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for index, hook in enumerate(hooks):
+        url = hook.get("url") if isinstance(hook, Mapping) else None
+        if isinstance(url, str):
+            if url in seen:
+                found.append((("webhooks", index, "url"), f"{url!r} is the URL of an earlier webhook"))
+            seen.add(url)
+    return found
 
 
 def _check_names(policies: object) -> list[tuple[tuple[str | int, ...], str]]:
@@ -297,7 +327,7 @@ def _field(loc: tuple[str | int, ...]) -> str:
 
 
 _UNKNOWN_KEY = {
-    1: "a policy file holds only [policies.<name>] tables",
+    1: "a policy file holds only [policies.<name>] and [[webhooks]] tables",
     3: "is not a policy setting; the settings are " + ", ".join(PolicyTable.model_fields),
     4: "is not a channel with a target; targets are set for " + ", ".join(TARGET_FORMS),
 }
@@ -309,6 +339,12 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     internal parts of ``loc``, like the ``function-after[...]`` of a validator)."""
     loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and "[" in part))
     kind, message = error["type"], error["msg"]
+    if kind == "extra_forbidden" and loc[:1] == ("webhooks",):
+        return loc, "is not a webhook setting; the settings are " + ", ".join(Webhook.model_fields)
+    if kind == "literal_error" and loc[:1] == ("webhooks",):
+        return loc, f"{error['input']!r} is not an event; the events are " + ", ".join(EVENT_TYPES)
+    if kind == "missing":
+        return loc, "is required"
     if kind == "extra_forbidden":
         return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
     if kind == "value_error":

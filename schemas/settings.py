@@ -23,6 +23,9 @@ MIB = 1 << 20
 CommaList = Annotated[list[str], NoDecode]
 """A list setting written in the environment as comma-separated values."""
 
+DEFAULT_WEBHOOK_RETRY_SCHEDULE = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0)
+"""Seconds between a webhook's attempts: 8 attempts over 27 h 35 min 5 s (docs/webhooks.md#retries)."""
+
 
 def _env(name: str) -> AliasChoices:
     """Let a setting be read by its platform's own variable name (no ``HUMANGATE_`` prefix)."""
@@ -127,6 +130,12 @@ class Settings(BaseSettings):
     (0: never kept; such a call then asks again)."""
     policy_file: Path | None = None
     """The policy file (docs/policies.md); unset: ``./humangate.toml`` when it exists, else none."""
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE)
+    )
+    """Seconds between a webhook's attempts, comma-separated; after the last one it is marked failed."""
+    webhook_allow_private: bool = False
+    """Let webhooks go to loopback, link-local and private addresses (refused by default: SSRF)."""
     client_elicitation: Literal["race", "off"] = "race"
     """``race``: also ask through the calling MCP client's own form when it declares form elicitation
     (docs/tools.md#the-clients-own-form); ``off``: only the channel asks."""
@@ -192,6 +201,21 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             for entry in value:
                 sentinel_address(str(entry))
+        return value
+
+    @field_validator("webhook_retry_schedule", mode="before")
+    @classmethod
+    def _split_schedule(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                value = [float(part) for part in value.split(",") if part.strip()]
+            except ValueError:
+                raise ValueError(
+                    "must be seconds between attempts, comma-separated (like 5,300,1800)"
+                ) from None
+        if isinstance(value, list):
+            if not value or any(not isinstance(v, int | float) or not v > 0 for v in value):
+                raise ValueError("must be one or more positive numbers of seconds, comma-separated")
         return value
 
     @field_validator("default_channel")

@@ -27,8 +27,10 @@ from rq.worker import WorkerStatus
 
 from gateway.core.queue import queue_name
 from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
+from schemas.settings import get_settings
 from workers.loop import close_job_loop
 from workers.recovery import Maintenance
+from workers.webhook_sender import WebhookSender, start_webhook_sender
 
 logger = logging.getLogger(__name__)
 
@@ -116,11 +118,14 @@ def run_worker(target: RedisTarget, channels: list[str], *, burst: bool) -> None
     """Run a worker in this process's main thread until SIGTERM/SIGINT (after the job in flight)
     or, with ``burst``, until its queues are empty; if RQ's loop quits on its own (a Redis error, a
     failover), build the worker again and go on."""
+    sender = start_webhook_sender(get_settings(), target)
     try:
         while not _run_once(target, channels, burst=burst):
             logger.warning("worker loop quit without being asked to; starting it again on a fresh connection")
             time.sleep(RESTART_DELAY)
     finally:
+        if sender is not None:
+            sender.stop()
         close_job_loop()
 
 
@@ -150,9 +155,12 @@ class WorkerThread:
     """The worker thread of ``humangate serve`` and its maintenance; ``stop`` waits for the job in
     flight."""
 
-    def __init__(self, worker: ThreadWorker, maintenance: Maintenance) -> None:
+    def __init__(
+        self, worker: ThreadWorker, maintenance: Maintenance, sender: WebhookSender | None = None
+    ) -> None:
         self.worker = worker
         self.maintenance = maintenance
+        self.sender = sender
         self._thread = threading.Thread(target=self._run, name="humangate-worker", daemon=True)
 
     def start(self) -> None:
@@ -165,6 +173,8 @@ class WorkerThread:
         busy = self.worker.get_state() == WorkerStatus.BUSY
         self._thread.join(timeout if busy else IDLE_STOP_WAIT)
         self.maintenance.stop()
+        if self.sender is not None:
+            self.sender.stop()
         close_job_loop()
 
     def _run(self) -> None:
@@ -175,7 +185,8 @@ def start_worker_thread(target: RedisTarget, channels: list[str]) -> WorkerThrea
     """Start a worker on the queues of ``channels`` in a daemon thread of this process."""
     worker = _worker(ThreadWorker, target, channels)
     assert isinstance(worker, ThreadWorker)
-    running = WorkerThread(worker, _maintenance(target, worker, channels))
+    sender = start_webhook_sender(get_settings(), target)
+    running = WorkerThread(worker, _maintenance(target, worker, channels), sender)
     running.start()
     logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
     return running

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -18,3 +20,12 @@ LIMITED = Counter(
     ["limit"],
     registry=REGISTRY,
 )
+
+DELIVERY_RESULTS: collections.Counter[str] = collections.Counter()
+"""Webhook delivery attempts by result, in this process. A stand-in: the audit work turns
+``count_delivery`` into ``humangate_webhook_deliveries_total{result}``."""
+
+
+def count_delivery(result: str) -> None:
+    """Count one webhook delivery attempt: ``delivered``, ``retrying``, ``gone`` or ``failed``."""
+    DELIVERY_RESULTS[result] += 1

@@ -184,3 +184,36 @@ def web_sign_in(digest: str) -> str:
     found by a hash of its ``state``; read and deleted at once by the callback, so it is used once.
     TTL: ``gateway.signin.sessions.SIGN_IN_SECONDS``."""
     return f"{PREFIX}:web-sign-in:{digest}"
+
+
+WEBHOOK_EVENT_PREFIX = f"{PREFIX}:webhook-event:"
+WEBHOOK_DELIVERY_PREFIX = f"{PREFIX}:webhook-delivery:"
+
+
+def webhook_event(event_id: str) -> str:
+    """String: the body of one webhook event, written once so every attempt sends the same bytes.
+    TTL: ``gateway.core.webhook_store.kept_seconds`` (the retry schedule plus the failed grace);
+    ``DELIVERED_KEEP`` once every delivery of the event is delivered."""
+    return f"{WEBHOOK_EVENT_PREFIX}{event_id}"
+
+
+def webhook_delivery(delivery_id: str) -> str:
+    """Hash of one event's delivery to one URL (fields: event, type, url, state, attempts, error,
+    code, created, updated, claim). TTL: as its event's body, renewed by a redrive; ``DELIVERED_KEEP``
+    once delivered."""
+    return f"{WEBHOOK_DELIVERY_PREFIX}{delivery_id}"
+
+
+def webhook_event_left(event_id: str) -> str:
+    """Integer: the deliveries of one event not delivered yet; at 0 its body is kept only
+    ``gateway.core.webhook_store.DELIVERED_KEEP`` more. TTL: as the event's body."""
+    return f"{WEBHOOK_EVENT_PREFIX}{event_id}:left"
+
+
+WEBHOOKS_DUE = f"{PREFIX}:webhooks-due"
+"""Sorted set: delivery id -> when its next attempt is due (a claimed one: when its claim lapses).
+No TTL: members leave when their delivery is delivered, gone or failed."""
+
+WEBHOOKS_FAILED = f"{PREFIX}:webhooks-failed"
+"""Sorted set: delivery id -> when it failed (or was gone), for ``humangate webhooks failed`` and
+``redrive``. No TTL: members whose delivery hash expired are dropped when listed."""

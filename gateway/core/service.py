@@ -24,6 +24,7 @@ from gateway.core.queue import JobRecorder
 from gateway.core.returned import ReturnedMarks
 from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
 from gateway.core.validation import validate_answer_off_loop
+from gateway.core.webhooks import NO_WEBHOOKS, Webhooks
 from schemas.errors import (
     ApprovalRefusedError,
     ExpiredError,
@@ -100,6 +101,7 @@ class HumanFunctionService:
         settings: Settings,
         clock: Clock = time.time,
         policies: Policies = NO_POLICIES,
+        webhooks: Webhooks = NO_WEBHOOKS,
     ) -> None:
         self.store = store
         self.jobs = jobs
@@ -107,6 +109,8 @@ class HumanFunctionService:
         self.clock = clock
         self.policies = policies
         """The installation's policies (``gateway.core.policies.load_policies``); none by default."""
+        self.webhooks = webhooks
+        """Where events go (``gateway.core.webhooks``, docs/webhooks.md); nowhere by default."""
         self.returned = ReturnedMarks(store)
         """Results calls returned, written down in the background (``gateway.core.returned``)."""
 
@@ -189,6 +193,8 @@ class HumanFunctionService:
             caller.name,
             policy_name or "-",
         )
+        if opened is Opened.CREATED:
+            await self.webhooks.announce("request.created", hf)
         return hf, opened
 
     def attach_key(self, caller: Caller, channel: str | None, message: str, schema: dict[str, Any]) -> str:
@@ -352,6 +358,7 @@ class HumanFunctionService:
             due += reaped.due
             if reaped.expired:
                 ENDED.labels(status=Status.EXPIRED.value).inc(reaped.expired)
+                await self.webhooks.announce_ended(reaped.ended, self.store.get)
             if reaped.to_update:
                 await self.queue_updates(reaped.to_update)
             if reaped.due < REAP_BATCH:
@@ -392,6 +399,7 @@ class HumanFunctionService:
         )
         if not ended.is_pending:  # one approval of several leaves it pending
             ENDED.labels(status=ended.status.value).inc()
+            await self.webhooks.announce("request.ended", ended)
         return ended
 
 

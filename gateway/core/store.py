@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
@@ -79,6 +79,8 @@ class Reaped:
     due: int
     expired: int
     to_update: list[tuple[str, str]]
+    ended: list[str] = field(default_factory=list)
+    """The id of each request this pass ended (webhooks and the audit trail announce them)."""
 
 
 def _doc(hf: HumanFunction) -> str:
@@ -286,11 +288,11 @@ class HumanFunctionStore:
             events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
             owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
         )
-        due, expired, flat = await self._reap(
+        due, expired, flat, ended = await self._reap(
             keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED], args=[scripts.json_argument(args)]
         )
         pairs = [(text(i), text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
-        return Reaped(int(due), int(expired), pairs)
+        return Reaped(int(due), int(expired), pairs, [text(i) for i in ended])
 
     @store_operation
     async def note_delivery(self, hf_id: str, note: str | None) -> None:

@@ -363,11 +363,12 @@ REAP = (
 -- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index.
 -- ARGV: 1 ReapArgs (JSON).
 -- Returns {how many index entries were due, how many ended here, then id and channel of each of
--- those whose message needs updating}.
+-- those whose message needs updating, then the id of each one ended here}.
 local a = cjson.decode(ARGV[1])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', a.now, 'LIMIT', 0, a.batch)
 local template = cjson.decode(a.expired)
 local to_update = {}
+local ended = {}
 local expired = 0
 local min_id = events_min_id(a.events_keep_seconds)
 for _, id in ipairs(ids) do
@@ -378,6 +379,7 @@ for _, id in ipairs(ids) do
   if f[7] then redis.call('ZREM', a.owned_pending_prefix .. f[7] .. '}', id) end
   if f[1] == 'pending' then
     expired = expired + 1
+    table.insert(ended, id)
     local outcome = with_approvals(key, expired_outcome(template, f[5], f[8]))
     redis.call('HSET', key, 'status', 'expired', 'outcome', outcome, 'ended_at', a.now)
     if f[2] then
@@ -392,7 +394,7 @@ for _, id in ipairs(ids) do
     end
   end
 end
-return {#ids, expired, to_update}
+return {#ids, expired, to_update, ended}
 """
 )
 """Expire every overdue pending Human Function (up to a batch) in one call."""

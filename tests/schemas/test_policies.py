@@ -126,7 +126,7 @@ rate_limit = 1.5
         (12, "policies.with space", "a policy name must use 1-64 letters, digits, '-' or '_'"),
         (13, "policies.with space.timeout", "must be a number (got a string)"),
         (14, "policies.with space.rate_limit", "must be a whole number (got a number)"),
-        (16, "extra", "a policy file holds only [policies.<name>] tables"),
+        (16, "extra", "a policy file holds only [policies.<name>] and [[webhooks]] tables"),
     ]
 
 
