@@ -144,7 +144,11 @@ class Step(BaseModel):
             if not name.startswith(prefixes):
                 raise ValueError(
                     f"mention[{index}]: {name!r} cannot be mentioned on {self.channel}"
-                    + (f" (use {', '.join(p + '...' for p in prefixes)})" if prefixes else " (it posts nothing)")
+                    + (
+                        f" (use {', '.join(p + '...' for p in prefixes)})"
+                        if prefixes
+                        else " (it posts nothing)"
+                    )
                 )
         return self
 
@@ -152,7 +156,9 @@ class Step(BaseModel):
 def _ascending(values: list[float]) -> list[float]:
     for index in range(1, len(values)):
         if values[index] <= values[index - 1]:
-            raise ValueError(f"must be in ascending order, each once ({values[index]:g} after {values[index - 1]:g})")
+            raise ValueError(
+                f"must be in ascending order, each once ({values[index]:g} after {values[index - 1]:g})"
+            )
     return values
 
 
@@ -196,7 +202,9 @@ class PolicyTable(BaseModel):
                     f"({step.after:g} < {self.steps[index - 1].after:g})"
                 )
             if index > 0 and step.channel == "web":
-                raise ValueError(f"steps[{index}].channel: web posts nothing, so only the first step may use it")
+                raise ValueError(
+                    f"steps[{index}].channel: web posts nothing, so only the first step may use it"
+                )
             if self.channels is not None and step.channel not in self.channels:
                 raise ValueError(
                     f"steps[{index}].channel: {step.channel} is not in this policy's channels "

@@ -29,6 +29,7 @@ from gateway.core.queue import queue_name
 from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
 from workers.loop import close_job_loop
 from workers.recovery import Maintenance
+from workers.scheduling import SchedulePoller
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
     worker = _worker(HumangateWorker, target, channels)
     maintenance = _maintenance(target, worker, channels)
     maintenance.start()
+    schedule = SchedulePoller(sync_redis(target))
+    schedule.start()
     logger.info("worker %s on queues %s", worker.name, ", ".join(worker.queue_names()))
     try:
         if burst:
@@ -141,8 +144,10 @@ def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
         return worker.stop_requested
     finally:
         maintenance.stop()
+        schedule.stop()
         worker.connection.close()
         maintenance.connection.close()
+        schedule.connection.close()
     return burst or worker.stop_requested
 
 
@@ -150,13 +155,15 @@ class WorkerThread:
     """The worker thread of ``humangate serve`` and its maintenance; ``stop`` waits for the job in
     flight."""
 
-    def __init__(self, worker: ThreadWorker, maintenance: Maintenance) -> None:
+    def __init__(self, worker: ThreadWorker, maintenance: Maintenance, schedule: SchedulePoller) -> None:
         self.worker = worker
         self.maintenance = maintenance
+        self.schedule = schedule
         self._thread = threading.Thread(target=self._run, name="humangate-worker", daemon=True)
 
     def start(self) -> None:
         self.maintenance.start()
+        self.schedule.start()
         self._thread.start()
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
@@ -165,6 +172,7 @@ class WorkerThread:
         busy = self.worker.get_state() == WorkerStatus.BUSY
         self._thread.join(timeout if busy else IDLE_STOP_WAIT)
         self.maintenance.stop()
+        self.schedule.stop()
         close_job_loop()
 
     def _run(self) -> None:
@@ -175,7 +183,7 @@ def start_worker_thread(target: RedisTarget, channels: list[str]) -> WorkerThrea
     """Start a worker on the queues of ``channels`` in a daemon thread of this process."""
     worker = _worker(ThreadWorker, target, channels)
     assert isinstance(worker, ThreadWorker)
-    running = WorkerThread(worker, _maintenance(target, worker, channels))
+    running = WorkerThread(worker, _maintenance(target, worker, channels), SchedulePoller(sync_redis(target)))
     running.start()
     logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
     return running

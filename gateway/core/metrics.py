@@ -18,3 +18,8 @@ LIMITED = Counter(
     ["limit"],
     registry=REGISTRY,
 )
+ESCALATIONS = Counter(
+    "humangate_escalations",
+    "Escalation steps posted (docs/escalation.md); counted by the worker process that posted them",
+    registry=REGISTRY,
+)

@@ -169,3 +169,9 @@ def inbox_streams(operator: str) -> str:
     so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
     a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
     return f"{PREFIX}:inbox-streams:{operator}"
+
+
+SCHEDULE = f"{PREFIX}:schedule"
+"""Sorted set: ``<kind>:<id>:<arg>`` -> when it is due (seconds since the epoch), of every step,
+reminder (and any other kind of work a worker does later) not fired yet (``gateway.core.schedule``).
+No TTL: members leave when a worker fires them, or when their request has ended by then."""

@@ -17,6 +17,7 @@ from typing import Any
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.core.callers import Caller, owns
+from gateway.core.escalation import planned_steps, schedule_commands, update_channel
 from gateway.core.metrics import ENDED, LIMITED
 from gateway.core.policies import apply_policy
 from gateway.core.queue import JobRecorder
@@ -155,8 +156,11 @@ class HumanFunctionService:
             policy=policy_name,
             target=applied.target,
             approvers=list(applied.policy.approvers) if applied.policy is not None else [],
+            steps=planned_steps(applied.policy, channel, applied.target),
+            remind=list(applied.policy.remind) if applied.policy is not None else [],
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
+        delivery += schedule_commands(hf)  # its steps and reminders (docs/escalation.md)
         try:
             hf, opened = await self.store.create(
                 hf,
@@ -284,7 +288,8 @@ class HumanFunctionService:
         return expired_outcome(timeout_reason(hf.timeout_seconds), self.clock())
 
     async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
-        update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
+        posts_on = update_channel(hf) if hf.steps else hf.channel  # steps may post where it does not
+        update = self.jobs.update(hf.id, posts_on) if posts_on and get_channel_posts(posts_on) else []
         ended = await self.store.finish(
             hf.id,
             outcome,

@@ -88,6 +88,8 @@ def _doc(hf: HumanFunction) -> str:
             "policy",
             "target",
             "approvers",
+            "steps",
+            "remind",
         },
         exclude_defaults=True,
     )
@@ -416,7 +418,34 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
         doc["refs"] = json.loads(data["refs"])
     doc["delivery_error"] = data.get("delivery_error")
     doc["delivery_attempts"] = int(data.get("attempts", 0))
+    if doc.get("steps"):
+        _load_steps(doc, data)
     return HumanFunction.model_validate(doc)
+
+
+def _load_steps(doc: dict[str, Any], data: dict[str, str]) -> None:
+    """The fired steps (``fired:<i>``, set by the schedule) and their posts (``post:<i>``): a fired
+    step's approvers may answer too."""
+    fired = sorted(int(k.removeprefix("fired:")) for k in data if k.startswith("fired:"))
+    doc["fired"] = fired
+    doc["posts"] = {
+        int(k.removeprefix("post:")): json.loads(v) for k, v in data.items() if k.startswith("post:")
+    }
+    approvers: list[str] = list(doc.get("approvers", []))
+    for index in fired:
+        if index < len(doc["steps"]):
+            approvers += [a for a in doc["steps"][index].get("approvers", []) if a not in approvers]
+    doc["approvers"] = approvers
+
+
+def step_post_field(index: int) -> str:
+    """The hash field holding where step ``index`` posted (docs/state-machine.md)."""
+    return f"post:{index}"
+
+
+def step_fired_field(index: int) -> str:
+    """The hash field the schedule sets when step ``index`` fires (its time)."""
+    return f"fired:{index}"
 
 
 def closed_error(outcome: Outcome) -> AlreadyAnsweredError | ExpiredError:
