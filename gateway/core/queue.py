@@ -106,7 +106,8 @@ class JobRecorder:
         schedule (``gateway.core.schedule``): its job id is the same for one entry, so RQ never holds
         two of it."""
         name = job.rsplit(".", 1)[-1]
-        return self._record(channel, job, hf_id, f"hg-{name}-{hf_id}-{arg}", ttl, None, arg)
+        job_id = f"hg-{name}-{hf_id}-{arg.replace(':', '-')}"
+        return self._record(channel, job, hf_id, job_id, ttl, None, arg)
 
     def _record(
         self,
