@@ -70,7 +70,8 @@ async def setup(settings: Settings, slack: FakeSlack) -> AsyncIterator[Setup]:
 async def test_opening_schedules_the_later_steps_and_reminders_in_the_same_step(setup: Setup) -> None:
     hf, _ = await setup.service.open(ANONYMOUS_CALLER, None, "Restart the API?", APPROVAL)
     assert hf.channel == "slack" and [s.channel for s in hf.steps] == ["slack", "teams"]
-    entries = dict(setup.sync.zrange(keys.SCHEDULE, 0, -1, withscores=True))
+    rows: list[tuple[bytes, float]] = setup.sync.zrange(keys.SCHEDULE, 0, -1, withscores=True)  # type: ignore[assignment]
+    entries = dict(rows)
     assert entries == {
         f"step:{hf.id}:1:teams".encode(): pytest.approx(hf.created_at + 60),
         f"remind:{hf.id}:0:slack".encode(): pytest.approx(hf.created_at + 30),
