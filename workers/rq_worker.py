@@ -65,7 +65,10 @@ class HumangateWorker(SimpleWorker):
     @property
     def stop_requested(self) -> bool:
         """A signal (or the gateway) asked it to stop: its loop ending is not a failure."""
-        return bool(getattr(self, "_stop_requested", False))
+        # RQ sets _stop_requested only for a busy worker; an idle one just notes the date and quits.
+        return bool(
+            getattr(self, "_stop_requested", False) or getattr(self, "_shutdown_requested_date", None)
+        )
 
 
 class ThreadWorker(HumangateWorker):

@@ -143,7 +143,7 @@ async def test_a_step_due_while_every_process_was_stopped_posts_once_after_the_r
     tmp_path: Path,
     redis_url: str,
 ) -> None:
-    path = policy(tmp_path, [(0, "slack"), (2, "teams")])
+    path = policy(tmp_path, [(0, "slack"), (8, "teams")])  # a stopping worker may take 5 s (RQ's wait)
     settings = {"HUMANGATE_POLICY_FILE": str(path), **env(slack, teams)}
     gateway = start_gateway(worker=False, **settings)
     worker = start_worker("slack,teams", **settings)
@@ -151,8 +151,13 @@ async def test_a_step_due_while_every_process_was_stopped_posts_once_after_the_r
         request = await create(client)
     await slack.posted()
     gateway.stop()
-    assert worker.terminate() == 0
-    due = request["created_at"] + 2
+    try:
+        status = await asyncio.to_thread(worker.terminate, 20)
+    except Exception:
+        raise AssertionError(worker.output()) from None
+    assert status == 0, worker.output()
+    assert teams.post_calls() == [], "the step posted before every process had stopped"
+    due = request["created_at"] + 8
     await until(lambda: time.time() > due + 0.5, "the step's time to pass while nothing runs")
     assert teams.post_calls() == [] and schedule_size(redis_url) == 1
     # Everything starts again, with two workers that could both fire it.
@@ -189,4 +194,3 @@ async def test_two_workers_never_post_one_step_twice(
     assert len(posted) == 12
     assert len({str(call.json()) for call in posted}) == 12  # one post per request, all different
     assert len(ids) == 12
-
