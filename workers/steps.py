@@ -16,11 +16,12 @@ import time
 from channels.approvers import who_may_answer
 from channels.base import RenderContext
 from channels.registry import CHANNELS
+from gateway.core.escalation import escalation_text
 from gateway.core.links import form_url
 from gateway.core.metrics import ESCALATIONS
 from gateway.core.queue import JOB_TIMEOUT
 from gateway.core.redis_keys import human_function as store_key
-from gateway.core.store import HumanFunctionStore, step_post_field
+from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
 from schemas.results import duration_text
@@ -55,15 +56,6 @@ def live_posts(hf: HumanFunction) -> list[HumanFunction]:
     """Every post of ``hf`` (its own and its steps'), each as its channel shows it."""
     views = [hf] if hf.refs else []
     return views + [step_view(hf, index) for index in sorted(hf.posts) if index < len(hf.steps)]
-
-
-def escalation_text(hf: HumanFunction) -> str | None:
-    """``escalated to teams after 2 minutes, discord after 5 minutes`` (the steps that fired), for
-    the agent's progress; ``None`` when none has."""
-    fired = [hf.steps[i] for i in hf.fired if 0 < i < len(hf.steps)]
-    if not fired:
-        return None
-    return "escalated to " + ", ".join(f"{step.channel} after {duration_text(step.after)}" for step in fired)
 
 
 def reminder_text(hf: HumanFunction) -> str:
@@ -118,7 +110,8 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
         if exc.retryable:
             raise
         return "failed"
-    await store.redis.hset(store_key(hf_id), step_post_field(index), json_refs(view, refs))
+    hf = hf.model_copy(update={"fired": sorted({*hf.fired, index})})
+    await store.set_step_post(hf_id, index, json_refs(view, refs), escalation_text(hf) or "")
     escalated(hf, index, refs)
     hf = await store.get(hf_id)
     if not hf.is_pending:  # it ended while we posted: the update job may have missed this post

@@ -13,6 +13,7 @@ from gateway.core.queue import Command
 from gateway.core.schedule import Entry, add_commands
 from schemas.models import HumanFunction
 from schemas.policies import Policy, Step
+from schemas.results import duration_text
 
 STEP = "step"
 """The schedule kind of an escalation step."""
@@ -50,6 +51,15 @@ def schedule_commands(hf: HumanFunction) -> list[Command]:
             if due < last:
                 commands += add_commands(Entry(REMIND, hf.id, f"{index}:{queue}"), due)
     return commands
+
+
+def escalation_text(hf: HumanFunction) -> str | None:
+    """``escalated to teams after 2 minutes, discord after 5 minutes`` (the steps that fired), for
+    the agent's progress; ``None`` when none has."""
+    fired = [hf.steps[i] for i in hf.fired if 0 < i < len(hf.steps)]
+    if not fired:
+        return None
+    return "escalated to " + ", ".join(f"{step.channel} after {duration_text(step.after)}" for step in fired)
 
 
 def reminder_channel(hf: HumanFunction) -> str | None:

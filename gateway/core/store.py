@@ -270,6 +270,15 @@ class HumanFunctionStore:
         await self._note(keys=[keys.human_function(hf_id), keys.EVENTS], args=[scripts.json_argument(args)])
 
     @store_operation
+    async def set_step_post(self, hf_id: str, index: int, post: str, escalated: str) -> None:
+        """Record where step ``index`` posted (``post``: JSON of its channel, target and refs) and
+        tell the waiting calls, in their progress, which steps are live (``escalated``)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.human_function(hf_id), step_post_field(index), post)
+            pipe.xadd(keys.EVENTS, {"id": hf_id, "escalated": escalated})
+            await pipe.execute()
+
+    @store_operation
     async def start(self, hf_id: str) -> bool:
         """A person started answering: a request opened with an idle timeout gets its full deadline
         (its waiting calls hear of it at once). False when there was nothing to extend."""

@@ -7,6 +7,7 @@ step twice."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.conftest import StartGateway, StartWorker
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import FakeTeams, card_of
+from tests.gateway.flows import start_call
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 WAIT = 30.0
@@ -82,6 +84,22 @@ async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
         assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
     await slack.updated(lambda args: args["ts"] == posted["ts"])
     await teams.edited(activity["id"], lambda card: outcome_of(card).startswith("Withdrawn"))
+
+
+async def test_the_agents_progress_says_which_steps_are_live(
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
+) -> None:
+    path = policy(tmp_path, [(0, "slack"), (1, "teams")])
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
+    call = start_call(gateway.url, {"message": "Restart the API?", "schema": APPROVAL})
+    (first,) = await call.wait_for_progress()
+    assert "escalated" not in first
+    (escalated,) = await call.wait_for_progress(containing="escalated")
+    assert re.match(
+        r"Waiting for a person on slack \(Human Function [0-9a-f]+\); escalated to teams after 1 second; ",
+        escalated,
+    ), escalated
+    call.task.cancel()
 
 
 async def test_a_step_does_not_post_once_the_request_was_answered(
