@@ -112,6 +112,8 @@ class HumanFunction(BaseModel):
     approvers: list[str] = Field(default_factory=list)
     """Who may answer it, from its policy (``slack:U1``, ``slack:group:S1``, ``discord:role:9``,
     ``operator:alice``, ...; docs/policies.md#approvers); empty: anyone who sees it."""
+    mention: list[str] = Field(default_factory=list)
+    """Who its post mentions (its first step's ``mention``); a step's post mentions that step's."""
     steps: list[Step] = Field(default_factory=list)
     """Where it is posted and when, from its policy, each with its target resolved
     (docs/escalation.md#steps); the first is its first post (``channel``). Empty: no steps."""

@@ -49,7 +49,8 @@ def step_view(hf: HumanFunction, index: int) -> HumanFunction:
     """``hf`` as step ``index`` posts it: on its channel, at its target, with its post's references."""
     step = hf.steps[index]
     refs = hf.posts.get(index, {}).get("refs", {})
-    return hf.model_copy(update={"channel": step.channel, "target": step.target, "refs": refs})
+    update = {"channel": step.channel, "target": step.target, "refs": refs, "mention": step.mention}
+    return hf.model_copy(update=update)
 
 
 def live_posts(hf: HumanFunction) -> list[HumanFunction]:

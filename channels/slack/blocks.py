@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from channels.approvers import who_may_answer
 from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
+from channels.mentions import slack_mentions
 from channels.slack.modal import modal_problem
 from channels.slack.text import date_token, escape, plain
 from schemas.flat import kind_of, options_of
@@ -168,6 +169,8 @@ def _asked_by(hf: HumanFunction) -> dict[str, Any]:
     ]
     if (only := who_may_answer(hf)) is not None:
         elements.append(plain(only, MAX_FIELD_TEXT))
+    if hf.mention and hf.is_pending:
+        elements.append({"type": "mrkdwn", "text": slack_mentions(hf.mention)})
     return {"type": "context", "elements": elements}
 
 

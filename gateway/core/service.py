@@ -158,6 +158,11 @@ class HumanFunctionService:
             approvers=list(applied.policy.approvers) if applied.policy is not None else [],
             steps=planned_steps(applied.policy, channel, applied.target),
             remind=list(applied.policy.remind) if applied.policy is not None else [],
+            mention=list(applied.policy.steps[0].mention)
+            if applied.policy is not None
+            and applied.policy.steps
+            and applied.policy.steps[0].channel == channel
+            else [],
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
         delivery += schedule_commands(hf)  # its steps and reminders (docs/escalation.md)

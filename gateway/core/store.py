@@ -90,6 +90,7 @@ def _doc(hf: HumanFunction) -> str:
             "approvers",
             "steps",
             "remind",
+            "mention",
         },
         exclude_defaults=True,
     )

@@ -23,7 +23,7 @@ from tests.channels.teams.flows import outcome_of
 from tests.conftest import StartGateway, StartWorker
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
-from tests.fakes.teams import FakeTeams, card_of
+from tests.fakes.teams import ADA, FakeTeams, card_of
 from tests.gateway.flows import start_call
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -40,13 +40,20 @@ async def until(condition: Callable[[], bool], what: str, timeout: float = WAIT)
         await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
 
 
-def policy(tmp_path: Path, steps: list[tuple[float, str]], remind: list[float] | None = None) -> Path:
+def policy(
+    tmp_path: Path,
+    steps: list[tuple[float, str]],
+    remind: list[float] | None = None,
+    mention: dict[int, str] | None = None,
+) -> Path:
     lines = ["[policies.oncall]", "timeout = 120", "max_pending = 100", "rate_limit = 100"]
     lines.append(f'approvers = ["{APPROVER}"]')
     if remind:
         lines.append(f"remind = {remind!r}")
-    for after, channel in steps:
+    for index, (after, channel) in enumerate(steps):
         lines += ["[[policies.oncall.steps]]", f"after = {after}", f'channel = "{channel}"']
+        if mention and index in mention:
+            lines.append(f'mention = ["{mention[index]}"]')
     path = tmp_path / "escalation.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -71,13 +78,24 @@ def env(slack: FakeSlack, teams: FakeTeams, discord: FakeDiscord | None = None) 
 async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
     start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
 ) -> None:
-    path = policy(tmp_path, [(0, "slack"), (1, "teams")])
+    mention = {0: "slack:U0ADA", 1: f"teams:{ADA.aad_id}"}
+    path = policy(tmp_path, [(0, "slack"), (1, "teams")], mention=mention)
     gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
     async with httpx.AsyncClient(base_url=gateway.url) as client:
         request = await create(client)
         assert request["channel"] == "slack"
         (posted,) = await slack.posted()
+        assert "<@U0ADA>" in str(posted["blocks"])  # the first step's mention
         (activity,) = await teams.posted()
+        card = card_of(activity)
+        assert card["msteams"]["entities"] == [
+            {
+                "type": "mention",
+                "text": f"<at>{ADA.aad_id}</at>",
+                "mentioned": {"id": ADA.aad_id, "name": ADA.aad_id},
+            }
+        ]
+        assert card["body"][0]["text"] == f"<at>{ADA.aad_id}</at>"
         lateness = teams.post_calls()[0].at - (request["created_at"] + 1)
         assert -0.05 < lateness < 1.0, f"the step posted {lateness:.2f} s after its time"
         assert "Only slack:U0ADA may answer" in str(card_of(activity))
