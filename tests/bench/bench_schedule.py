@@ -6,7 +6,9 @@ Run by hand from the repository root (pytest does not collect it)::
 
 Opens ``--requests`` pending requests through the real service and store (an embedded Redis) under a
 policy with two steps after the first (teams, then discord), so each adds two schedule entries in
-its create script. Then runs ``--pollers`` schedule threads, as that many worker processes each run
+its create script; their creation times are spread over ``--spread`` seconds, so each step's
+entries come due spread over that long (10,000 in 10 s: 1,000 due per second).
+Then runs ``--pollers`` schedule threads, as that many worker processes each run
 one (``workers.scheduling.SchedulePoller``, the real class and interval), and measures:
 
 - **idle cost**: Redis commands per second, from ``INFO commandstats`` deltas, over ``--idle``
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -101,14 +104,22 @@ async def run(opts: argparse.Namespace) -> dict[str, float]:
         override_settings(settings)
         redis = Redis.from_url(server.url)
         n = opts.requests
-        # Every step comes due after the idle window, wherever in the filling its request was opened.
-        fill_guess = max(5.0, n / 800)
+        # Every step comes due after the filling and the idle window; the requests' creation times
+        # (the service's clock) are spread over --spread seconds, so their steps come due spread
+        # evenly over that long, as requests opened at a steady rate would.
+        fill_guess = n / 100 + 10
         first = round(fill_guess + opts.idle + 5)
-        second = first + 10
+        second = first + opts.spread
+        base, opened = time.time(), itertools.count()
+
+        def clock() -> float:
+            return float(base + next(opened) * opts.spread / n)
+
         service = HumanFunctionService(
             HumanFunctionStore(redis),
             JobRecorder(),
             settings,
+            clock=clock,
             policies=parse_policies(policy(first, second, n)),
         )
         note(f"opening {n} requests with two later steps each (due after {first} s and {second} s)")
@@ -143,7 +154,7 @@ async def run(opts: argparse.Namespace) -> dict[str, float]:
         }
         note(f"idle: {idle_commands} commands in {idle_end - idle_start:.1f} s: {by_command}")
         note("waiting for every step to fire")
-        deadline = time.time() + second + fill_guess + 120
+        deadline = base + second + opts.spread + 120
         while len(fired) < len(due) and time.time() < deadline:
             await asyncio.sleep(0.5)
         for poller in pollers:
@@ -173,6 +184,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--pollers", type=int, default=2, help="schedule threads, one per worker process")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of the idle measurement")
+    parser.add_argument(
+        "--spread", type=float, default=10.0, help="seconds over which each step's entries come due"
+    )
     opts = parser.parse_args()
     result = measure(run(opts))
     if result is None:
