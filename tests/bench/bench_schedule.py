@@ -99,6 +99,7 @@ async def run(opts: argparse.Namespace) -> dict[str, float]:
             slack_bot_token=SecretStr("xoxb-bench"),
             slack_signing_secret=SecretStr("bench"),
             slack_channel="C0BENCH",
+            max_kept_bytes_anonymous=1 << 30,
             _env_file=None,
         )
         override_settings(settings)
