@@ -18,7 +18,6 @@ from channels.base import RenderContext
 from channels.registry import CHANNELS
 from gateway.core.escalation import escalation_text
 from gateway.core.links import form_url
-from gateway.core.metrics import ESCALATIONS
 from gateway.core.queue import JOB_TIMEOUT
 from gateway.core.redis_keys import human_function as store_key
 from gateway.core.store import HumanFunctionStore
@@ -68,8 +67,8 @@ def reminder_text(hf: HumanFunction) -> str:
 
 def escalated(hf: HumanFunction, index: int, refs: dict[str, object]) -> None:
     """Step ``index`` of ``hf`` posted (at ``refs``): the one place an escalation happens. The audit
-    trail records its ``escalated`` event here; ``humangate_escalations_total`` counts it."""
-    ESCALATIONS.inc()
+    trail records its ``escalated`` event here (``humangate_escalations_total`` is counted in Redis
+    by ``store.set_step_post``, just before)."""
     step = hf.steps[index]
     logger.info("escalated hf=%s channel=%s step=%d after=%gs", hf.id, step.channel, index, step.after)
 

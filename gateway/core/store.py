@@ -277,6 +277,7 @@ class HumanFunctionStore:
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(keys.human_function(hf_id), step_post_field(index), post)
             pipe.xadd(keys.EVENTS, {"id": hf_id, "escalated": escalated})
+            pipe.incr(keys.ESCALATIONS_COUNT)  # humangate_escalations_total
             await pipe.execute()
 
     @store_operation

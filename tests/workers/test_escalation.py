@@ -71,6 +71,14 @@ async def create(client: httpx.AsyncClient, message: str = "Restart the API?") -
     return body
 
 
+async def escalations(client: httpx.AsyncClient, wanted: float) -> None:
+    """Wait until the gateway's ``/metrics`` counts ``wanted`` escalations (a worker counts them)."""
+    deadline = time.monotonic() + WAIT
+    while f"humangate_escalations_total {wanted}" not in (await client.get("/metrics")).text.splitlines():
+        assert time.monotonic() < deadline, "humangate_escalations_total never reached " + str(wanted)
+        await asyncio.sleep(0.1)  # polling a condition, bounded by the deadline
+
+
 def env(slack: FakeSlack, teams: FakeTeams, discord: FakeDiscord | None = None) -> dict[str, str]:
     return {**slack.env(), **teams.env(), **(discord.env() if discord is not None else {})}
 
@@ -96,6 +104,7 @@ async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
             }
         ]
         assert card["body"][0]["text"] == f"<at>{ADA.aad_id}</at>"
+        await escalations(client, 1.0)
         lateness = teams.post_calls()[0].at - (request["created_at"] + 1)
         assert -0.05 < lateness < 1.0, f"the step posted {lateness:.2f} s after its time"
         assert "Only slack:U0ADA may answer" in str(card_of(activity))
