@@ -132,6 +132,7 @@ async def _remind(loop: JobLoop, hf_id: str, index: int) -> str:
             sent.append(view.channel)
         except DeliveryError as exc:
             logger.warning("hf=%s channel=%s reminder %d not sent: %s", hf_id, view.channel, index, exc)
+    await loop.store.note_reminded(hf_id, text)
     reminded(hf, index, sent)
     return f"reminded on {', '.join(sent) or 'nothing'}"
 

@@ -281,6 +281,11 @@ class HumanFunctionStore:
             await pipe.execute()
 
     @store_operation
+    async def note_reminded(self, hf_id: str, reminder: str) -> None:
+        """A reminder went out: the inbox shows it as a notice (its live updates read the stream)."""
+        await self.redis.xadd(keys.EVENTS, {"id": hf_id, "reminded": reminder})
+
+    @store_operation
     async def start(self, hf_id: str) -> bool:
         """A person started answering: a request opened with an idle timeout gets its full deadline
         (its waiting calls hear of it at once). False when there was nothing to extend."""

@@ -25,6 +25,8 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.teams import ADA, FakeTeams, card_of
 from tests.gateway.flows import start_call
+from tests.gateway.inbox.operators import create_key, signed_in
+from tests.gateway.inbox.test_routes import events_of
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 WAIT = 30.0
@@ -239,3 +241,27 @@ async def test_two_workers_never_post_one_step_twice(
     assert len(posted) == 12
     assert len({str(call.json()) for call in posted}) == 12  # one post per request, all different
     assert len(ids) == 12
+
+
+async def test_a_reminder_is_a_notice_in_the_inbox(
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path, redis_url: str
+) -> None:
+    path = policy(tmp_path, [(0, "slack")], remind=[1.5])
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
+    key = await create_key(redis_url, "ada")
+    async with (
+        signed_in(gateway.url, key) as inbox,
+        inbox.stream("GET", "/inbox/events") as response,
+    ):
+        updates = events_of(response)
+        name, _ = await asyncio.wait_for(anext(updates), WAIT)
+        assert name == "snapshot"
+        request = await create(inbox)
+        name, added = await asyncio.wait_for(anext(updates), WAIT)
+        assert (name, added["id"]) == ("added", request["id"])
+        name, notice = await asyncio.wait_for(anext(updates), WAIT)
+        assert name == "reminded" and notice["id"] == request["id"]
+        assert notice["text"].startswith("Reminder: this request is still waiting for an answer")
+        assert "Only slack:U0ADA may answer" in notice["text"]
+        (in_thread,) = await slack.replied_in_threads()
+        assert in_thread["text"] == notice["text"]
