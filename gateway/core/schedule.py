@@ -4,8 +4,9 @@
 One sorted set (``redis_keys.SCHEDULE``) holds ``<kind>:<id>:<arg>`` -> due time. Entries are added
 by the same atomic step that creates what they belong to (``add_commands``, run by the store's
 create script) or later (``add``). Every worker polls it with one ``ZRANGEBYSCORE`` per
-``POLL_INTERVAL`` (nothing else while nothing is due); for the entries that are due it builds the
-commands that queue each one's RQ job and runs ``FIRE``, which for each entry, atomically:
+``POLL_INTERVAL`` (nothing else while nothing is due). When some are due it claims a batch
+(``CLAIM``: they move ``CLAIM_LEASE`` seconds later, so other workers take other entries), builds
+the commands that queue each one's RQ job and runs ``FIRE``, which for each entry, atomically:
 
 1. removes it (``ZREM``): only the first worker to get there goes on, so an entry fires once;
 2. checks its guard, the hash of what it belongs to, still has ``status`` ``pending`` (an entry of
@@ -40,7 +41,29 @@ POLL_INTERVAL = 0.25
 before a worker fires it (plus the moment its job waits in its queue)."""
 
 FIRE_BATCH = 200
-"""Most due entries one look fires (the next look follows at once while more are due)."""
+"""Most due entries one look claims and fires (the next look follows at once while more are due)."""
+
+CLAIM_LEASE = 30.0
+"""Seconds a worker has to fire the entries it claimed; a worker that died in between leaves them
+due again that much later, for another worker."""
+
+CLAIM = """
+local known = {}
+for i = 4, #ARGV do known[ARGV[i]] = true end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+local claimed = {}
+for _, member in ipairs(due) do
+  if known[string.match(member, '^([^:]*):')] then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], member)
+    claimed[#claimed + 1] = member
+  end
+end
+return {#due, claimed}
+"""
+"""Claim due entries of the kinds this worker knows (``ARGV[4:]``): each is moved to the lease's end
+(``ARGV[2]``), so no other worker takes it meanwhile. Returns how many were due (up to the batch,
+``ARGV[3]``) and the members claimed. Workers build the commands of only what they claimed, so two
+workers never do the same work."""
 
 FIRE = """
 local fired = {}
@@ -118,21 +141,29 @@ class Schedule:
         self.connection = connection
         self.handlers = handlers
         self._fire = connection.register_script(FIRE)
+        self._claim = connection.register_script(CLAIM)
 
-    def due(self, now: float, limit: int = FIRE_BATCH) -> list[Entry]:
-        """Entries due at ``now``, soonest first (one command)."""
-        members = self.connection.zrangebyscore(keys.SCHEDULE, "-inf", repr(now), 0, limit)
-        return [Entry.of(text(m)) for m in members]
+    def any_due(self, now: float) -> bool:
+        """Whether some entry is due at ``now`` (one command: all a worker sends while none is)."""
+        return bool(self.connection.zrangebyscore(keys.SCHEDULE, "-inf", repr(now), 0, 1))
+
+    def claim(self, now: float, limit: int = FIRE_BATCH) -> tuple[int, list[Entry]]:
+        """Claim up to ``limit`` due entries of known kinds for ``CLAIM_LEASE`` seconds; how many
+        were due, and the entries claimed."""
+        args: list[str | int] = [repr(now), repr(now + CLAIM_LEASE), limit, *self.handlers]
+        due, members = self._claim(keys=[keys.SCHEDULE], args=args)
+        return int(due), [Entry.of(text(m)) for m in members]
 
     def fire_due(self, now: float) -> list[Entry]:
         """Fire what is due at ``now`` (all of it, batch after batch); returns the entries this worker
         fired."""
         fired: list[Entry] = []
+        if not self.any_due(now):
+            return fired
         while True:
-            due = self.due(now)
-            batch = self.fire(due)
-            fired += batch
-            if len(due) < FIRE_BATCH or not batch:
+            due, claimed = self.claim(now)
+            fired += self.fire(claimed)
+            if due < FIRE_BATCH or not claimed:
                 return fired
 
     def fire(self, entries: list[Entry]) -> list[Entry]:

@@ -18,7 +18,7 @@ from rq.serializers import JSONSerializer
 from gateway.core import redis_keys as keys
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.core.queue import JobRecorder, queue_name
-from gateway.core.schedule import Entry, Firing, Schedule, add
+from gateway.core.schedule import CLAIM_LEASE, Entry, Firing, Schedule, add
 from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
 from schemas.policies import parse_policies
@@ -135,3 +135,14 @@ async def test_entries_of_unknown_kinds_wait_for_a_worker_that_knows_them(setup:
     )
     assert knowing.fire_due(now) == [Entry("webhook", "evt1", "3")]
     assert setup.sync.get("hg:test:fired") == b"3"
+
+
+async def test_what_a_dead_worker_claimed_fires_after_its_lease(setup: Setup) -> None:
+    hf, _ = await setup.service.open(ANONYMOUS_CALLER, None, "Restart the API?", APPROVAL)
+    due, claimed = setup.schedule().claim(hf.created_at + 60)  # then the worker dies
+    assert due == 2 and {e.kind for e in claimed} == {"step", "remind"}
+    assert setup.schedule().fire_due(hf.created_at + 61) == []  # leased: nobody else takes them
+    later = hf.created_at + 60 + CLAIM_LEASE
+    fired = setup.schedule().fire_due(later)
+    assert set(claimed) <= set(fired)  # (with the second reminder, due by then too)
+    assert setup.queued("teams") == [f"hg-post_step-{hf.id}-1-teams"]
