@@ -67,11 +67,27 @@ class SchedulePoller:
         self._stopping.set()
         self._thread.join(self.interval * 10)
 
+    def look(self) -> float:
+        """Fire what is due; the seconds until the next look (until the soonest entry is due, at
+        most ``interval``; none after firing, since more may have come due meanwhile)."""
+        now = self.clock()
+        soonest = self.schedule.next_due()
+        if soonest is None:
+            return self.interval
+        if soonest > now:
+            return min(self.interval, soonest - now)
+        fired = self.schedule.fire_all(now)
+        for entry in fired:
+            logger.info("fired %s hf=%s %s", entry.kind, entry.ref, entry.arg)
+        return 0.0 if fired else self.interval
+
     def _run(self) -> None:
-        while not self._stopping.wait(self.interval):
+        took, pause = 0.0, self.interval
+        while not self._stopping.wait(max(0.0, pause - took)):
+            started = time.monotonic()
+            pause = self.interval
             try:
-                for entry in self.schedule.fire_due(self.clock()):
-                    logger.info("fired %s hf=%s %s", entry.kind, entry.ref, entry.arg)
+                pause = self.look()
                 if self._failing:
                     logger.info("schedule: Redis is back")
                 self._failing = False
@@ -81,3 +97,4 @@ class SchedulePoller:
                 elif not self._failing:
                     logger.warning("schedule: Redis is unavailable (%s); retrying", exc)
                 self._failing = is_unavailable(exc)
+            took = time.monotonic() - started

@@ -3,10 +3,11 @@
 
 One sorted set (``redis_keys.SCHEDULE``) holds ``<kind>:<id>:<arg>`` -> due time. Entries are added
 by the same atomic step that creates what they belong to (``add_commands``, run by the store's
-create script) or later (``add``). Every worker polls it with one ``ZRANGEBYSCORE`` per
-``POLL_INTERVAL`` (nothing else while nothing is due). When some are due it claims a batch
-(``CLAIM``: they move ``CLAIM_LEASE`` seconds later, so other workers take other entries), builds
-the commands that queue each one's RQ job and runs ``FIRE``, which for each entry, atomically:
+create script) or later (``add``). Every worker looks at its soonest entry (one ``ZRANGE``) every
+``POLL_INTERVAL``, or sooner when that entry is due sooner (nothing else while nothing is due).
+When some are due it claims a batch (``CLAIM``: they move ``CLAIM_LEASE`` seconds later, so other
+workers take other entries), builds the commands that queue each one's RQ job and runs ``FIRE``,
+which for each entry, atomically:
 
 1. removes it (``ZREM``): only the first worker to get there goes on, so an entry fires once;
 2. checks its guard, the hash of what it belongs to, still has ``status`` ``pending`` (an entry of
@@ -37,8 +38,9 @@ from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import text
 
 POLL_INTERVAL = 0.25
-"""Seconds between two looks at the schedule by one worker: the most an entry waits after it is due
-before a worker fires it (plus the moment its job waits in its queue)."""
+"""Most seconds between two looks at the schedule by one worker: a worker that sees the soonest entry
+due sooner looks again right then, so an entry known at a look fires on time and one added later
+waits at most this long after it is due (plus the moment its job waits in its queue)."""
 
 FIRE_BATCH = 200
 """Most due entries one look claims and fires (the next look follows at once while more are due)."""
@@ -143,9 +145,11 @@ class Schedule:
         self._fire = connection.register_script(FIRE)
         self._claim = connection.register_script(CLAIM)
 
-    def any_due(self, now: float) -> bool:
-        """Whether some entry is due at ``now`` (one command: all a worker sends while none is)."""
-        return bool(self.connection.zrangebyscore(keys.SCHEDULE, "-inf", repr(now), 0, 1))
+    def next_due(self) -> float | None:
+        """When the soonest entry is due (``None``: none is scheduled); one command, all a worker
+        sends while nothing is due."""
+        rows = self.connection.zrange(keys.SCHEDULE, 0, 0, withscores=True)
+        return float(rows[0][1]) if rows else None
 
     def claim(self, now: float, limit: int = FIRE_BATCH) -> tuple[int, list[Entry]]:
         """Claim up to ``limit`` due entries of known kinds for ``CLAIM_LEASE`` seconds; how many
@@ -157,9 +161,12 @@ class Schedule:
     def fire_due(self, now: float) -> list[Entry]:
         """Fire what is due at ``now`` (all of it, batch after batch); returns the entries this worker
         fired."""
+        soonest = self.next_due()
+        return [] if soonest is None or soonest > now else self.fire_all(now)
+
+    def fire_all(self, now: float) -> list[Entry]:
+        """Claim and fire batch after batch of what is due at ``now``, without looking first."""
         fired: list[Entry] = []
-        if not self.any_due(now):
-            return fired
         while True:
             due, claimed = self.claim(now)
             fired += self.fire(claimed)
