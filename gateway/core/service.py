@@ -303,6 +303,10 @@ class HumanFunctionService:
             replicated=retain,  # a person's answer: on the replicas before the person is told
         )
         ENDED.labels(status=ended.status.value).inc()
+        if update and ended.posts and not ended.refs and not ended.delivery_attempts:
+            # Its own channel posted nothing (the web form), so the ending queued no update; its
+            # steps' posts still need one.
+            await self.queue_updates([(hf.id, posts_on or hf.channel)])
         return ended
 
 

@@ -265,3 +265,16 @@ async def test_a_reminder_is_a_notice_in_the_inbox(
         assert "Only slack:U0ADA may answer" in notice["text"]
         (in_thread,) = await slack.replied_in_threads()
         assert in_thread["text"] == notice["text"]
+
+
+async def test_the_posts_of_a_web_request_s_steps_show_its_outcome(
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
+) -> None:
+    path = policy(tmp_path, [(0, "web"), (0.5, "slack")])
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
+    async with httpx.AsyncClient(base_url=gateway.url) as client:
+        request = await create(client)
+        assert request["channel"] == "web"
+        (posted,) = await slack.posted()
+        assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
+    await slack.updated(lambda args: args["ts"] == posted["ts"])
