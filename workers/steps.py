@@ -65,7 +65,9 @@ def reminder_text(hf: HumanFunction) -> str:
     return f"Reminder: this request is still waiting for an answer ({left} left). {who}."
 
 
-def escalated(hf: HumanFunction, index: int, refs: dict[str, object]) -> None:
+async def escalated(
+    store: HumanFunctionStore, hf: HumanFunction, index: int, refs: dict[str, object]
+) -> None:
     """Step ``index`` of ``hf`` posted (at ``refs``): the one place an escalation happens. The audit
     trail records its ``escalated`` event here (``humangate_escalations_total`` is counted in Redis
     by ``store.set_step_post``, just before)."""
@@ -73,7 +75,7 @@ def escalated(hf: HumanFunction, index: int, refs: dict[str, object]) -> None:
     logger.info("escalated hf=%s channel=%s step=%d after=%gs", hf.id, step.channel, index, step.after)
 
 
-def reminded(hf: HumanFunction, index: int, channels: list[str]) -> None:
+async def reminded(store: HumanFunctionStore, hf: HumanFunction, index: int, channels: list[str]) -> None:
     """Reminder ``index`` of ``hf`` went to the threads on ``channels``: the one place a reminder
     happens (the audit trail records its ``reminded`` event here)."""
     logger.info("reminded hf=%s channel=%s reminder=%d in=%s", hf.id, hf.channel, index, ",".join(channels))
@@ -112,7 +114,7 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
         return "failed"
     hf = hf.model_copy(update={"fired": sorted({*hf.fired, index})})
     await store.set_step_post(hf_id, index, json_refs(view, refs), escalation_text(hf) or "")
-    escalated(hf, index, refs)
+    await escalated(store, hf, index, refs)
     hf = await store.get(hf_id)
     if not hf.is_pending:  # it ended while we posted: the update job may have missed this post
         await channel.update(step_view(hf, index), _context(hf, loop), client)
@@ -133,7 +135,7 @@ async def _remind(loop: JobLoop, hf_id: str, index: int) -> str:
         except DeliveryError as exc:
             logger.warning("hf=%s channel=%s reminder %d not sent: %s", hf_id, view.channel, index, exc)
     await loop.store.note_reminded(hf_id, text)
-    reminded(hf, index, sent)
+    await reminded(loop.store, hf, index, sent)
     return f"reminded on {', '.join(sent) or 'nothing'}"
 
 
