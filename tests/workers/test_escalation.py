@@ -23,7 +23,8 @@ from tests.channels.teams.flows import outcome_of
 from tests.conftest import StartGateway, StartWorker
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
-from tests.fakes.teams import ADA, FakeTeams, card_of
+from tests.fakes.teams import ADA, BO, FakeTeams, card_of
+from tests.fakes.teams_activities import invoke, send
 from tests.gateway.flows import start_call
 from tests.gateway.inbox.operators import create_key, signed_in
 from tests.gateway.inbox.test_routes import events_of
@@ -278,3 +279,22 @@ async def test_the_posts_of_a_web_request_s_steps_show_its_outcome(
         (posted,) = await slack.posted()
         assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
     await slack.updated(lambda args: args["ts"] == posted["ts"])
+
+
+async def test_a_steps_approvers_may_answer_once_it_posted(
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
+) -> None:
+    path = policy(tmp_path, [(0, "slack"), (1, "teams")])
+    path.write_text(path.read_text() + f'approvers = ["teams:{BO.aad_id}"]\n')
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
+    async with httpx.AsyncClient(base_url=gateway.url) as client:
+        request = await create(client)
+        (posted,) = await teams.posted()
+        refused = await send(gateway.url, teams, invoke(teams, posted, "Approve", user=ADA))
+        assert "You are not an approver for this request" in str(refused.json())
+        assert (await client.get(f"/v1/requests/{request['id']}")).json()["status"] == "pending"
+        approved = await send(gateway.url, teams, invoke(teams, posted, "Approve", user=BO))
+        assert approved.status_code == 200
+        ended = (await client.get(f"/v1/requests/{request['id']}")).json()
+        assert ended["status"] == "accepted"
+    await slack.updated()  # the first post shows the outcome too
