@@ -250,6 +250,11 @@ class Channel(Protocol):
         """Show the outcome of an ended ``hf`` in place (``hf.refs`` says where) and disable its inputs."""
         ...
 
+    async def remind(self, hf: HumanFunction, text: str, client: Any) -> None:
+        """Reply ``text`` in the thread of the post ``hf.refs`` names (a reminder,
+        docs/escalation.md#reminders); nothing when there is no post. Raise ``DeliveryError``."""
+        ...
+
     async def check(self, settings: Settings) -> list[str]:
         """Problems a person must fix, in plain words (``humangate doctor``); empty when healthy."""
         ...

@@ -80,8 +80,9 @@ async def _check_channels(settings: Settings) -> bool:
 
 
 async def _check_policies(settings: Settings) -> bool:
-    """The policy file is valid, and each target is on a configured channel that can post there
-    (each channel's own check, run with the target in place of its configured default)."""
+    """The policy file is valid, and each target (of a channel, or of an escalation step) is on a
+    configured channel that can post there (each channel's own check, run with the target in place
+    of its configured default)."""
     path = policy_path(settings)
     if path is None:
         _say(None, "policies: no policy file (requests go where their caller asks)")
@@ -108,8 +109,21 @@ async def _check_policies(settings: Settings) -> bool:
                 "the web, and web sign-in is not configured (set HUMANGATE_OIDC_ISSUER, "
                 "HUMANGATE_OIDC_CLIENT_ID, HUMANGATE_OIDC_CLIENT_SECRET)",
             )
-        for channel, target in policy.targets.items():
-            where = f"policy {policy.name}: targets.{channel} = {target}"
+        for index, step in enumerate(policy.steps):
+            if step.channel not in configured:
+                _say(
+                    False,
+                    f"policy {policy.name}: steps[{index}] posts on {step.channel}, which is not configured",
+                )
+                healthy = False
+        places = [(f"targets.{channel}", channel, target) for channel, target in policy.targets.items()]
+        places += [
+            (f"steps[{i}].target", step.channel, step.target)
+            for i, step in enumerate(policy.steps)
+            if step.target is not None and step.channel in configured
+        ]
+        for field, channel, target in places:
+            where = f"policy {policy.name}: {field} = {target}"
             platform = CHANNELS[channel]
             if channel not in configured or platform.target_setting is None:
                 missing = ", ".join(platform.missing_settings(settings))

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.core import redis_check
-from gateway.core.metrics import REGISTRY, WAITING_CALLS
+from gateway.core.metrics import REGISTRY, SHARED, WAITING_CALLS
 from gateway.core.redis_client import OPERATION_DEADLINE
 from gateway.runtime import Runtime
 from schemas.errors import RETRY_AFTER_SECONDS
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(include_in_schema=False)
 
@@ -45,4 +48,10 @@ async def readyz(request: Request) -> JSONResponse:
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     WAITING_CALLS.set(runtime.events.waiting)
+    try:
+        async with asyncio.timeout(OPERATION_DEADLINE):
+            for counter in SHARED:
+                await counter.read(runtime.redis)
+    except Exception as exc:  # a scrape never fails on Redis: the last totals stay
+        logger.info("metrics: shared counters not read (%s: %s)", type(exc).__name__, exc)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from schemas.policies import Step
+
 
 class Action(StrEnum):
     """What a person (or the clock, or the agent) did with a request; MCP's three actions."""
@@ -146,6 +148,17 @@ class HumanFunction(BaseModel):
     """How it ends at its deadline: ``cancel`` (a timeout), or ``decline``."""
     approvals: list[Approval] = Field(default_factory=list)
     """The acceptances recorded so far, in order (only a request needing more than one has any)."""
+    mention: list[str] = Field(default_factory=list)
+    """Who its post mentions (its first step's ``mention``); a step's post mentions that step's."""
+    steps: list[Step] = Field(default_factory=list)
+    """Where it is posted and when, from its policy, each with its target resolved
+    (docs/escalation.md#steps); the first is its first post (``channel``). Empty: no steps."""
+    remind: list[float] = Field(default_factory=list)
+    """Seconds after creation at which its live posts get a reminder (docs/escalation.md#reminders)."""
+    fired: list[int] = Field(default_factory=list)
+    """The steps after the first that have fired (their approvers may answer too), in order."""
+    posts: dict[int, dict[str, Any]] = Field(default_factory=dict)
+    """Step index -> where that step posted (``refs``, as ``refs`` is for the first post)."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)

@@ -107,6 +107,66 @@ class Targets(BaseModel):
         return [(channel, target) for channel in TARGET_FORMS if (target := self.of(channel))]
 
 
+MENTION_PREFIXES = {
+    "slack": ("slack:",),
+    "discord": ("discord:user:", "discord:role:"),
+    "teams": ("teams:",),
+    "web": (),
+}
+"""Which approver forms a post on each channel can mention (the web form posts nothing)."""
+
+
+class Step(BaseModel):
+    """One ``[[policies.<name>.steps]]`` table (docs/escalation.md#steps): once ``after`` seconds
+    have passed and the request is still pending, it is posted on ``channel`` too."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    after: float = Field(ge=0)
+    """Seconds after the request was created."""
+    channel: ChannelName
+    target: str | None = None
+    """Where the channel posts it: else the policy's target of that channel, else its default."""
+    mention: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+        default_factory=list
+    )
+    """People (or groups, roles) mentioned in the post, in approver forms of the step's channel."""
+    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+        default_factory=list
+    )
+    """Who may answer too once the step has posted, beside the policy's approvers."""
+
+    @model_validator(mode="after")
+    def _fits_channel(self) -> Step:
+        if self.target is not None:
+            if self.channel not in TARGET_FORMS:
+                raise ValueError("target: the web form posts nothing, so it has no target")
+            form, words = TARGET_FORMS[self.channel]
+            if not form.fullmatch(self.target):
+                raise ValueError(f"target: {self.target!r} is not {words}")
+        prefixes = MENTION_PREFIXES[self.channel]
+        for index, name in enumerate(self.mention):
+            if not name.startswith(prefixes):
+                raise ValueError(
+                    f"mention[{index}]: {name!r} cannot be mentioned on {self.channel}"
+                    + (
+                        f" (use {', '.join(p + '...' for p in prefixes)})"
+                        if prefixes
+                        else " (it posts nothing)"
+                    )
+                )
+        return self
+
+
+def _ascending(values: list[float]) -> list[float]:
+    for index in range(1, len(values)):
+        if values[index] <= values[index - 1]:
+            raise ValueError(
+                f"must be in ascending order, each once ({values[index]:g} after {values[index - 1]:g})"
+            )
+    return values
+
+
 class PolicyTable(BaseModel):
     """One ``[policies.<name>]`` table as written; every key is optional (docs/policies.md#the-file)."""
 
@@ -135,6 +195,48 @@ class PolicyTable(BaseModel):
     """``sequential``: the approvers are asked one at a time, in list order."""
     on_timeout: Literal["cancel", "decline"] = "cancel"
     """How a request nobody finished answering ends at its deadline; never accepted."""
+    remind: Annotated[list[Annotated[float, Field(gt=0)]], AfterValidator(_ascending)] = Field(
+        default_factory=list
+    )
+    """Seconds after creation at which every live post gets a reminder (docs/escalation.md#reminders)."""
+    steps: list[Step] = Field(default_factory=list)
+    """Where the request is posted, and when (docs/escalation.md#steps); empty: its channel only."""
+
+    @model_validator(mode="after")
+    def _steps_in_order(self) -> PolicyTable:
+        for index, step in enumerate(self.steps):
+            if index == 0 and step.after != 0:
+                raise ValueError("steps[0].after: the first step must have after = 0 (it is the first post)")
+            if index > 0 and step.after < self.steps[index - 1].after:
+                raise ValueError(
+                    f"steps[{index}].after: must not be less than the step before's "
+                    f"({step.after:g} < {self.steps[index - 1].after:g})"
+                )
+            if index > 0 and step.channel == "web":
+                raise ValueError(
+                    f"steps[{index}].channel: web posts nothing, so only the first step may use it"
+                )
+            if self.channels is not None and step.channel not in self.channels:
+                raise ValueError(
+                    f"steps[{index}].channel: {step.channel} is not in this policy's channels "
+                    f"({', '.join(self.channels)})"
+                )
+            if self.timeout is not None and step.after >= self.timeout:
+                raise ValueError(
+                    f"steps[{index}].after: {step.after:g} s is not before the policy's timeout "
+                    f"({self.timeout:g} s), so it would never post"
+                )
+        if self.timeout is not None:
+            for index, at in enumerate(self.remind):
+                if at >= self.timeout:
+                    raise ValueError(
+                        f"remind[{index}]: {at:g} s is not before the policy's timeout ({self.timeout:g} s)"
+                    )
+        return self
+
+    def target_of(self, step: Step) -> str | None:
+        """Where ``step`` posts: its own target, else this policy's target of its channel."""
+        return step.target if step.target is not None else self.targets.of(step.channel)
 
     @model_validator(mode="after")
     def _targets_of_allowed_channels(self) -> PolicyTable:
@@ -195,6 +297,10 @@ class Policy(PolicyTable):
             parts.append(f"{self.approvals} approval(s), {self.order} order")
         if self.on_timeout != "cancel":
             parts.append(f"on timeout {self.on_timeout}")
+        if self.steps:
+            parts.append("steps " + ", ".join(f"{step.channel} at {step.after:g} s" for step in self.steps))
+        if self.remind:
+            parts.append("reminders at " + ", ".join(f"{at:g} s" for at in self.remind))
         return f"{self.name}: " + "; ".join(parts)
 
 
@@ -346,14 +452,16 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     if kind == "missing":
         return loc, "is required"
     if kind == "extra_forbidden":
+        if len(loc) == 5 and loc[2] == "steps":
+            return loc, "is not a step setting; the settings are " + ", ".join(Step.model_fields)
         return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
     if kind == "value_error":
         message = message.removeprefix("Value error, ")
-        if message.startswith(("targets.", "approvers: ", "approvals: ")):
-            target, _, rule = message.partition(": ")
-            return (*loc, *target.split(".")), rule
+        place = _PLACE.match(message)
+        if place:
+            return (*loc, *_loc_of(place.group(1))), message[place.end() :]
         return loc, message
-    if kind == "literal_error" and len(loc) >= 3 and loc[2] == "channels":
+    if kind == "literal_error" and len(loc) >= 3 and (loc[2] == "channels" or loc[-1] == "channel"):
         return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
     if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
         return loc, f"{error['input']!r} is not one of " + message.removeprefix("Input should be ")
@@ -372,6 +480,15 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     if message.startswith("Input should be "):
         return loc, "must be " + message.removeprefix("Input should be ")
     return loc, message[:1].lower() + message[1:]
+
+
+_PLACE = re.compile(r"((?:targets|steps|remind|target|mention|approvers|approvals)(?:\.\w+|\[\d+\])*): ")
+"""The place a model validator's message starts with (``steps[1].after: ...``), under its table."""
+
+
+def _loc_of(place: str) -> tuple[str | int, ...]:
+    """``steps[1].after`` -> ``("steps", 1, "after")``."""
+    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"\w+", place))
 
 
 def _toml_type(value: object) -> str:

@@ -80,9 +80,11 @@ class KeyLines:
     each element of an array (the line it starts on)."""
 
     def __init__(self, text: str) -> None:
-        self._lines: dict[tuple[str, ...], int] = {}
-        self._elements: dict[tuple[str, ...], list[int]] = {}
-        table: tuple[str, ...] = ()
+        self._lines: dict[tuple[str | int, ...], int] = {}
+        self._elements: dict[tuple[str | int, ...], list[int]] = {}
+        self._tables: dict[tuple[str | int, ...], int] = {}
+        """How many tables each array of tables (``[[a.b]]``) has so far."""
+        table: tuple[str | int, ...] = ()
         scan: _ArrayScan | None = None
         for number, line in enumerate(text.splitlines(), start=1):
             if scan is not None:
@@ -93,6 +95,12 @@ class KeyLines:
             header = _HEADER.match(line)
             if header:
                 table = _parts(header.group(1))
+                if line.lstrip().startswith("[["):
+                    # The n-th [[a.b]] is element n of array a.b: its keys are at (a, b, n, key).
+                    index = self._tables.get(table, 0)
+                    self._tables[table] = index + 1
+                    self._define(table, number)
+                    table = (*table, index)
                 self._define(table, number)
                 continue
             assign = _ASSIGN.match(line)
@@ -105,7 +113,7 @@ class KeyLines:
                 if value.depth > 0:
                     scan = value
 
-    def _define(self, path: tuple[str, ...], number: int) -> None:
+    def _define(self, path: tuple[str | int, ...], number: int) -> None:
         """``path`` and the tables it defines implicitly (``[a.b]`` defines ``a``) start here,
         unless an earlier line did."""
         for end in range(1, len(path) + 1):
@@ -116,10 +124,7 @@ class KeyLines:
         when not even the first key is in the text). An index into a multi-line array gives the
         line that element starts on."""
         for end in range(len(loc), 0, -1):
-            head = loc[:end]
-            if any(not isinstance(part, str) for part in head):
-                continue
-            path = tuple(str(part) for part in head)
+            path = tuple(loc[:end])
             if path in self._lines:
                 index = loc[end] if end < len(loc) else None
                 elements = self._elements.get(path, [])

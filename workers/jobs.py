@@ -22,6 +22,7 @@ from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
 from workers.loop import JobLoop, job_loop
+from workers.steps import update_step_posts
 
 logger = logging.getLogger(__name__)
 
@@ -148,5 +149,6 @@ async def _update(loop: JobLoop, hf_id: str) -> str:
     if hf.refs:
         await channel.update(hf, _context(hf, loop), client)
         logger.info("updated hf=%s channel=%s status=%s", hf_id, hf.channel, hf.status)
+    steps = await update_step_posts(loop, hf)  # escalation widens: every step's post shows it too
     await store.synced(hf_id)
-    return "updated" if hf.refs else "nothing posted"
+    return "updated" if hf.refs or steps else "nothing posted"

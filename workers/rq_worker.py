@@ -30,6 +30,7 @@ from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
 from schemas.settings import get_settings
 from workers.loop import close_job_loop
 from workers.recovery import Maintenance
+from workers.scheduling import SchedulePoller
 from workers.webhook_sender import WebhookSender, start_webhook_sender
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,10 @@ class HumangateWorker(SimpleWorker):
     @property
     def stop_requested(self) -> bool:
         """A signal (or the gateway) asked it to stop: its loop ending is not a failure."""
-        return bool(getattr(self, "_stop_requested", False))
+        # RQ sets _stop_requested only for a busy worker; an idle one just notes the date and quits.
+        return bool(
+            getattr(self, "_stop_requested", False) or getattr(self, "_shutdown_requested_date", None)
+        )
 
 
 class ThreadWorker(HumangateWorker):
@@ -134,6 +138,8 @@ def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
     worker = _worker(HumangateWorker, target, channels)
     maintenance = _maintenance(target, worker, channels)
     maintenance.start()
+    schedule = SchedulePoller(sync_redis(target))
+    schedule.start()
     logger.info("worker %s on queues %s", worker.name, ", ".join(worker.queue_names()))
     try:
         if burst:
@@ -146,8 +152,10 @@ def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
         return worker.stop_requested
     finally:
         maintenance.stop()
+        schedule.stop()
         worker.connection.close()
         maintenance.connection.close()
+        schedule.connection.close()
     return burst or worker.stop_requested
 
 
@@ -156,15 +164,21 @@ class WorkerThread:
     flight."""
 
     def __init__(
-        self, worker: ThreadWorker, maintenance: Maintenance, sender: WebhookSender | None = None
+        self,
+        worker: ThreadWorker,
+        maintenance: Maintenance,
+        schedule: SchedulePoller,
+        sender: WebhookSender | None = None,
     ) -> None:
         self.worker = worker
         self.maintenance = maintenance
+        self.schedule = schedule
         self.sender = sender
         self._thread = threading.Thread(target=self._run, name="humangate-worker", daemon=True)
 
     def start(self) -> None:
         self.maintenance.start()
+        self.schedule.start()
         self._thread.start()
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
@@ -173,6 +187,7 @@ class WorkerThread:
         busy = self.worker.get_state() == WorkerStatus.BUSY
         self._thread.join(timeout if busy else IDLE_STOP_WAIT)
         self.maintenance.stop()
+        self.schedule.stop()
         if self.sender is not None:
             self.sender.stop()
         close_job_loop()
@@ -186,7 +201,8 @@ def start_worker_thread(target: RedisTarget, channels: list[str]) -> WorkerThrea
     worker = _worker(ThreadWorker, target, channels)
     assert isinstance(worker, ThreadWorker)
     sender = start_webhook_sender(get_settings(), target)
-    running = WorkerThread(worker, _maintenance(target, worker, channels), sender)
+    schedule = SchedulePoller(sync_redis(target))
+    running = WorkerThread(worker, _maintenance(target, worker, channels), schedule, sender)
     running.start()
     logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
     return running

@@ -105,6 +105,18 @@ class DiscordChannel:
             "message_id": str(message["id"]),
         }
 
+    async def remind(self, hf: HumanFunction, text: str, client: Any) -> None:
+        rest: DiscordRest = client
+        channel_id, message_id = hf.refs.get("channel_id"), hf.refs.get("message_id")
+        if not channel_id or not message_id:
+            return
+        reply = {
+            "content": text[:2000],
+            "message_reference": {"message_id": str(message_id), "fail_if_not_exists": False},
+            "allowed_mentions": {"parse": []},
+        }
+        await rest.post(str(channel_id), reply)
+
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         rest: DiscordRest = client
         channel_id, message_id = hf.refs.get("channel_id"), hf.refs.get("message_id")

@@ -17,6 +17,7 @@ from channels.base import RenderContext
 from channels.discord.components import layout_of, message_payload, pending_view, timestamp
 from channels.discord.text import escape, field_hint
 from channels.display import answered_values, approval_field, clip, field_label, outcome_summary
+from channels.mentions import discord_mentions
 from schemas.models import HumanFunction, Status
 
 EMBED_TOTAL = 6000
@@ -50,7 +51,10 @@ Field = tuple[str, str, bool]
 
 def render_message(hf: HumanFunction, ctx: RenderContext, *, nonce: str | None = None) -> dict[str, Any]:
     """The message JSON (embed, components, ``allowed_mentions``) showing ``hf`` as it is now."""
-    return message_payload(build_embed(hf, ctx), pending_view(hf) if hf.is_pending else None, nonce)
+    payload = message_payload(build_embed(hf, ctx), pending_view(hf) if hf.is_pending else None, nonce)
+    if hf.mention and hf.is_pending:
+        payload["content"], payload["allowed_mentions"] = discord_mentions(hf.mention)
+    return payload
 
 
 def mention(approver: str) -> str:

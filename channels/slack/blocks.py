@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
+from channels.mentions import slack_mentions
 from channels.slack.modal import modal_problem
 from channels.slack.text import date_token, escape, plain
 from schemas.flat import kind_of, options_of
@@ -174,6 +175,8 @@ def _asked_by(hf: HumanFunction) -> dict[str, Any]:
         elements.append(plain(count, MAX_FIELD_TEXT))
     if (turn := turn_text(hf, mention)) is not None:
         elements.append({"type": "mrkdwn", "text": turn})
+    if hf.mention and hf.is_pending:
+        elements.append({"type": "mrkdwn", "text": slack_mentions(hf.mention)})
     return {"type": "context", "elements": elements}
 
 

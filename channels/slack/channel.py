@@ -127,6 +127,17 @@ class SlackChannel:
                 raise error from exc
             logger.warning("cannot update hf=%s channel=slack: %s", hf.id, error)
 
+    async def remind(self, hf: HumanFunction, text: str, client: SlackClient) -> None:
+        channel, ts = hf.refs.get("channel"), hf.refs.get("ts")
+        if not channel or not ts:
+            return
+        try:
+            await client.api.chat_postMessage(
+                channel=str(channel), thread_ts=str(ts), text=text, mrkdwn=False
+            )
+        except RESPONSE_EXCEPTIONS as exc:
+            raise delivery_error(exc, str(channel), "remind in the thread") from exc
+
     async def check(self, settings: Settings) -> list[str]:
         async with self.connect(settings) as client:
             try:

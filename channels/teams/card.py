@@ -20,6 +20,7 @@ from typing import Any
 from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
+from channels.mentions import teams_mentions
 from channels.teams.inputs import field_inputs
 from channels.teams.text import moment, plain, plain_text, run
 from schemas.models import HumanFunction, Status
@@ -71,6 +72,10 @@ def render_card(
         return _ended(hf, notice)
     body = [*_header(hf), *_notice(notice, errors), *_form(hf, typed, errors or {})]
     card = _card(body, _actions(hf), refresh=hf)
+    if hf.mention:
+        line, entities = teams_mentions(hf.mention)
+        card["body"].insert(0, {"type": "TextBlock", "text": line, "wrap": True})
+        card["msteams"]["entities"] = entities
     if activity_size(card, summary_of(hf)) <= MAX_ACTIVITY_BYTES:
         return card
     return oversized_card(hf, ctx)

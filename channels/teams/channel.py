@@ -120,6 +120,12 @@ class TeamsChannel:
         # (``channels.teams.inbound``), which then shows the outcome.
         return None
 
+    async def remind(self, hf: HumanFunction, text: str, client: Any) -> None:
+        teams: TeamsClient = client
+        conversation, activity_id = hf.refs.get("conversation"), hf.refs.get("activity_id")
+        if conversation and activity_id:
+            await teams.reply(str(conversation), str(activity_id), text)
+
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         teams: TeamsClient = client
         conversation, activity_id = hf.refs.get("conversation"), hf.refs.get("activity_id")

@@ -175,6 +175,13 @@ class TeamsClient:
         )
         return str(sent.id)
 
+    async def reply(self, conversation: str, activity_id: str, text: str) -> None:
+        """Reply ``text`` to an earlier activity (in its thread, in a channel)."""
+        activity = MessageActivityInput(text=text)
+        await self._call(
+            "reply to the card", self.api.reply_to_activity(conversation, activity_id, activity), post=True
+        )
+
     async def edit(self, conversation: str, activity_id: str, card: Mapping[str, Any], summary: str) -> None:
         """Replace the card of an earlier activity (for everyone in the conversation)."""
         activity = _message(card, summary)

@@ -92,6 +92,9 @@ class WebChannel:
     async def find_post(self, hf: HumanFunction, client: Any) -> dict[str, Any] | None:
         return None
 
+    async def remind(self, hf: HumanFunction, text: str, client: Any) -> None:
+        """The web form posts nothing, so it has no thread to remind in."""
+
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         return None
 

@@ -60,7 +60,7 @@ def _resolve(future: asyncio.Future[None]) -> None:
 class Waiter:
     """One waiting call's view of its Human Function: ended or not, and its delivery note."""
 
-    __slots__ = ("_wake", "deadline", "ended", "hf_id", "note", "started")
+    __slots__ = ("_wake", "deadline", "ended", "escalated", "hf_id", "note", "started")
 
     def __init__(self, hf_id: str, note: str | None, deadline: float) -> None:
         self.hf_id = hf_id
@@ -69,6 +69,8 @@ class Waiter:
         self.deadline = deadline
         self.started = False
         """A person started answering (and the request got its full deadline)."""
+        self.escalated: str | None = None
+        """Which escalation steps posted (``escalated to teams after 2 minutes``), if any."""
         self._wake: asyncio.Future[None] | None = None
 
     async def sleep(self, seconds: float) -> None:
@@ -265,6 +267,11 @@ class Events:
             note = text(fields[b"note"]) or None
             for waiter in self._waiting.get(hf_id, ()):
                 waiter.note = note
+        elif b"escalated" in fields:
+            escalated = text(fields[b"escalated"])
+            for waiter in self._waiting.get(hf_id, ()):
+                waiter.escalated = escalated
+                waiter.wake()  # tell the agent now: its request reached more people
         elif b"deadline" in fields:
             deadline = float(fields[b"deadline"])
             for waiter in self._waiting.get(hf_id, ()):

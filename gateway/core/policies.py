@@ -92,10 +92,11 @@ def apply_policy(
             caller.rate_limit(settings),
             caller.max_pending(settings),
         )
+    first = policy.steps[0] if policy.steps and policy.steps[0].channel == chosen else None
     return Applied(
         policy,
         chosen,
-        policy.targets.of(chosen),
+        policy.target_of(first) if first is not None else policy.targets.of(chosen),
         policy.timeout if policy.timeout is not None else caller.timeout(settings),
         policy.rate_limit if policy.rate_limit is not None else caller.rate_limit(settings),
         policy.max_pending if policy.max_pending is not None else caller.max_pending(settings),
@@ -115,7 +116,10 @@ def _policy_of(policies: Policies, caller: Caller, name: str | None) -> Policy |
 
 def _default_of(policy: Policy | None, settings: Settings) -> str:
     """The channel of a request without ``uiType``: the default one, unless its policy does not
-    allow it; then the first channel of the policy that is configured (else its first)."""
+    allow it; then the first channel of the policy that is configured (else its first). A policy
+    with steps posts first where its first step says."""
+    if policy is not None and policy.steps:
+        return policy.steps[0].channel  # the first step is the first post
     default = default_channel(settings)
     if policy is None or policy.channels is None or default in policy.channels:
         return default

@@ -101,13 +101,28 @@ class JobRecorder:
         """The commands queueing the update of ``hf_id``'s message to show its outcome."""
         return self._record(channel, "update", hf_id, update_job_id(hf_id), UPDATE_JOB_TTL, None)
 
+    def scheduled(self, channel: str, job: str, hf_id: str, arg: str, ttl: int) -> list[Command]:
+        """The commands queueing ``workers.<job>(hf_id, arg)`` on ``channel``'s queue, fired by the
+        schedule (``gateway.core.schedule``): its job id is the same for one entry, so RQ never holds
+        two of it."""
+        name = job.rsplit(".", 1)[-1]
+        job_id = f"hg-{name}-{hf_id}-{arg.replace(':', '-')}"
+        return self._record(channel, job, hf_id, job_id, ttl, None, arg)
+
     def _record(
-        self, channel: str, job: str, hf_id: str, job_id: str, ttl: int, on_failure: Callback | None
+        self,
+        channel: str,
+        job: str,
+        hf_id: str,
+        job_id: str,
+        ttl: int,
+        on_failure: Callback | None,
+        *extra: str,
     ) -> list[Command]:
         pipe = self._connection.pipeline(transaction=False)
         self.queue(channel).enqueue_call(
-            f"workers.jobs.{job}",
-            args=[hf_id],
+            job if "." in job else f"workers.jobs.{job}",
+            args=[hf_id, *extra],
             job_id=job_id,
             timeout=JOB_TIMEOUT,
             ttl=ttl,

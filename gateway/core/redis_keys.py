@@ -217,3 +217,14 @@ No TTL: members leave when their delivery is delivered, gone or failed."""
 WEBHOOKS_FAILED = f"{PREFIX}:webhooks-failed"
 """Sorted set: delivery id -> when it failed (or was gone), for ``humangate webhooks failed`` and
 ``redrive``. No TTL: members whose delivery hash expired are dropped when listed."""
+
+
+SCHEDULE = f"{PREFIX}:schedule"
+"""Sorted set: ``<kind>:<id>:<arg>`` -> when it is due (seconds since the epoch), of every step,
+reminder (and any other kind of work a worker does later) not fired yet (``gateway.core.schedule``).
+No TTL: members leave when a worker fires them, or when their request has ended by then."""
+
+
+ESCALATIONS_COUNT = f"{PREFIX}:metrics:escalations"
+"""String: how many escalation steps have posted, counted by whichever worker posted them, for
+``humangate_escalations_total`` (every gateway process reads it at ``/metrics``). No TTL."""

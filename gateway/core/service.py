@@ -18,6 +18,7 @@ from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, turns_held
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.core.callers import Caller, owns
+from gateway.core.escalation import planned_steps, schedule_commands, update_channel
 from gateway.core.metrics import ENDED, LIMITED
 from gateway.core.policies import apply_policy
 from gateway.core.queue import JobRecorder
@@ -165,8 +166,16 @@ class HumanFunctionService:
             approvals_needed=applied.policy.approvals if applied.policy is not None else 1,
             order=applied.policy.order if applied.policy is not None else "any",
             on_timeout=applied.policy.on_timeout if applied.policy is not None else "cancel",
+            steps=planned_steps(applied.policy, channel, applied.target),
+            remind=list(applied.policy.remind) if applied.policy is not None else [],
+            mention=list(applied.policy.steps[0].mention)
+            if applied.policy is not None
+            and applied.policy.steps
+            and applied.policy.steps[0].channel == channel
+            else [],
         )
         delivery = self.jobs.delivery(hf, now) if platform.posts else []
+        delivery += schedule_commands(hf)  # its steps and reminders (docs/escalation.md)
         try:
             hf, opened = await self.store.create(
                 hf,
@@ -387,7 +396,8 @@ class HumanFunctionService:
         turns: list[int] | None = None,
         approval: tuple[str, Approval] | None = None,
     ) -> HumanFunction:
-        update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []
+        posts_on = update_channel(hf) if hf.steps else hf.channel  # steps may post where it does not
+        update = self.jobs.update(hf.id, posts_on) if posts_on and get_channel_posts(posts_on) else []
         ended = await self.store.finish(
             hf.id,
             outcome,
@@ -400,6 +410,10 @@ class HumanFunctionService:
         if not ended.is_pending:  # one approval of several leaves it pending
             ENDED.labels(status=ended.status.value).inc()
             await self.webhooks.announce("request.ended", ended)
+        if update and ended.posts and not ended.refs and not ended.delivery_attempts:
+            # Its own channel posted nothing (the web form), so the ending (or an approval) queued no
+            # update; its steps' posts still need one.
+            await self.queue_updates([(hf.id, posts_on or hf.channel)])
         return ended
 
 

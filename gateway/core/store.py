@@ -103,6 +103,9 @@ def _doc(hf: HumanFunction) -> str:
             "approvals_needed",
             "order",
             "on_timeout",
+            "steps",
+            "remind",
+            "mention",
         },
         exclude_defaults=True,
     )
@@ -304,6 +307,21 @@ class HumanFunctionStore:
         await self._note(keys=[keys.human_function(hf_id), keys.EVENTS], args=[scripts.json_argument(args)])
 
     @store_operation
+    async def set_step_post(self, hf_id: str, index: int, post: str, escalated: str) -> None:
+        """Record where step ``index`` posted (``post``: JSON of its channel, target and refs) and
+        tell the waiting calls, in their progress, which steps are live (``escalated``)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.human_function(hf_id), step_post_field(index), post)
+            pipe.xadd(keys.EVENTS, {"id": hf_id, "escalated": escalated})
+            pipe.incr(keys.ESCALATIONS_COUNT)  # humangate_escalations_total
+            await pipe.execute()
+
+    @store_operation
+    async def note_reminded(self, hf_id: str, reminder: str) -> None:
+        """A reminder went out: the inbox shows it as a notice (its live updates read the stream)."""
+        await self.redis.xadd(keys.EVENTS, {"id": hf_id, "reminded": reminder})
+
+    @store_operation
     async def start(self, hf_id: str) -> bool:
         """A person started answering: a request opened with an idle timeout gets its full deadline
         (its waiting calls hear of it at once). False when there was nothing to extend."""
@@ -460,7 +478,34 @@ def _load(fields: dict[Any, Any]) -> HumanFunction:
     doc["delivery_attempts"] = int(data.get("attempts", 0))
     count = int(data.get("approval_count", 0))
     doc["approvals"] = [json.loads(data[f"approval:{n}"]) for n in range(1, count + 1)]
+    if doc.get("steps"):
+        _load_steps(doc, data)
     return HumanFunction.model_validate(doc)
+
+
+def _load_steps(doc: dict[str, Any], data: dict[str, str]) -> None:
+    """The fired steps (``fired:<i>``, set by the schedule) and their posts (``post:<i>``): a fired
+    step's approvers may answer too."""
+    fired = sorted(int(k.removeprefix("fired:")) for k in data if k.startswith("fired:"))
+    doc["fired"] = fired
+    doc["posts"] = {
+        int(k.removeprefix("post:")): json.loads(v) for k, v in data.items() if k.startswith("post:")
+    }
+    approvers: list[str] = list(doc.get("approvers", []))
+    for index in fired:
+        if index < len(doc["steps"]):
+            approvers += [a for a in doc["steps"][index].get("approvers", []) if a not in approvers]
+    doc["approvers"] = approvers
+
+
+def step_post_field(index: int) -> str:
+    """The hash field holding where step ``index`` posted (docs/state-machine.md)."""
+    return f"post:{index}"
+
+
+def step_fired_field(index: int) -> str:
+    """The hash field the schedule sets when step ``index`` fires (its time)."""
+    return f"fired:{index}"
 
 
 def closed_error(outcome: Outcome) -> AlreadyAnsweredError | ExpiredError:

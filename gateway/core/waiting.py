@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from channels.display import AGENT_VIA
+from gateway.core.escalation import escalation_text
 from gateway.core.events import Events
 from gateway.core.service import HumanFunctionService
 from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestError
@@ -43,6 +44,8 @@ class Tick:
     """A person started answering a request opened with an idle timeout (it has its full timeout)."""
     timeout: float = 0.0
     """The request's whole timeout now, in seconds (the progress ``total``)."""
+    escalated: str | None = None
+    """Which escalation steps posted (``escalated to teams after 2 minutes``), if any."""
 
 
 OnTick = Callable[[Tick], Awaitable[None]]
@@ -64,6 +67,7 @@ async def wait_for_end(
     notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
     """
     waiter = events.watch(hf.id, hf.deadline, hf.delivery_error)
+    waiter.escalated = waiter.escalated or escalation_text(hf)
     try:
         interval = service.settings.poll_interval
         pause = interval * random.uniform(FIRST_PAUSE_MIN, 1.0)  # spreading ticks, not secrecy
@@ -75,7 +79,9 @@ async def wait_for_end(
             left = hf.deadline - service.clock()
             if left <= 0:
                 return await _expire(service, hf)
-            tick = Tick(hf, left, waiter.note, events.available, waiter.started, hf.timeout_seconds)
+            tick = Tick(
+                hf, left, waiter.note, events.available, waiter.started, hf.timeout_seconds, waiter.escalated
+            )
             await on_tick(tick)
             if waiter.ended is None:
                 await waiter.sleep(min(pause, left))

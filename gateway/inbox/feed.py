@@ -3,8 +3,9 @@
 Each open stream takes the newest id of the events stream, sends the pending list as it is then
 (``snapshot``), and from that id on reads the events stream itself on a connection of its own
 (blocking ``XREAD``): a creation, or one approval of several, becomes ``added`` (the request, read
-from its hash), an ending ``ended``, a deadline that grew ``extended``. Nothing comes from process
-memory, so a request created, answered or extended through any process shows everywhere at once.
+from its hash), an ending ``ended``, a deadline that grew ``extended``, a reminder
+(docs/escalation.md#reminders) ``reminded``. Nothing comes from process memory, so a request
+created, answered or extended through any process shows everywhere at once.
 
 Every ``HEARTBEAT_SECONDS`` a stream checks that its session is still valid (``signed-out`` ends it
 otherwise), renews its place among the operator's streams, and sends a comment that keeps proxies
@@ -117,6 +118,8 @@ async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes], session:
         return sse("ended", {"id": hf_id, "status": outcome.status.value, "text": ended_text(outcome)})
     if b"deadline" in fields:
         return sse("extended", {"id": hf_id, "deadline": float(fields[b"deadline"])})
+    if b"reminded" in fields:
+        return sse("reminded", {"id": hf_id, "text": text(fields[b"reminded"])})
     return None
 
 

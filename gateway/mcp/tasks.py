@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from channels.display import AGENT_VIA, iso_time
+from gateway.core.escalation import escalation_text
 from gateway.core.waiting import Tick
 from gateway.mcp.asking import ResultOf, open_question
 from gateway.mcp.call import Call, Question
@@ -104,7 +105,10 @@ def view(runtime: Runtime, record: TaskRecord, hf: HumanFunction, result_of: Res
     poll_ms = round(runtime.settings.poll_interval * 1000)
     if hf.is_pending or outcome is None:
         left = hf.seconds_left(runtime.service.clock())
-        message = progress_message(Tick(hf, left, hf.delivery_error), waiting_where(hf, runtime.settings))
+        message = progress_message(
+            Tick(hf, left, hf.delivery_error, escalated=escalation_text(hf)),
+            waiting_where(hf, runtime.settings),
+        )
         asking = record.client_form and not record.dismissed and runtime.settings.client_elicitation == "race"
         requests = client_form_request(record, hf) if asking else None
         status: Status = "input_required" if requests else "working"

@@ -75,6 +75,8 @@ def waiting_where(hf: HumanFunction, settings: Settings) -> str:
 def progress_message(tick: Tick, where: str) -> str:
     """Where the request waits and how long is left, for the agent's progress notifications."""
     text = f"{where}; {duration_text(tick.seconds_left)} left"
+    if tick.escalated:  # "...; escalated to teams after 2 minutes; 3 minutes left"
+        text = f"{where}; {tick.escalated}; {duration_text(tick.seconds_left)} left"
     if tick.started:
         text += f". {STARTED_NOTE}"
     elif tick.hf.full_deadline is not None:

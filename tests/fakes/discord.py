@@ -109,6 +109,16 @@ class FakeDiscord:
             lambda _: self.stored()[:count] if len(self.stored()) >= count else None
         )
 
+    def replies_to(self) -> list[dict[str, Any]]:
+        """Every message posted as a reply (``message_reference``) so far."""
+        return [m for m in self.stored() if m.get("message_reference")]
+
+    async def replied(self, count: int = 1) -> list[dict[str, Any]]:
+        """The first ``count`` replies, once there are."""
+        return await self.server.wait_for(
+            lambda _: self.replies_to()[:count] if len(self.replies_to()) >= count else None
+        )
+
     async def edited(self, message_id: str, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """The body of the first edit of ``message_id`` that ``predicate`` accepts."""
 
@@ -154,6 +164,12 @@ class FakeDiscord:
         invalid = form_problems(body)
         if invalid:
             return _error(400, 50035, "Invalid Form Body: " + "; ".join(invalid))
+        reference = body.get("message_reference")
+        if reference is not None:
+            with self._lock:
+                known = reference.get("message_id") in self.messages
+            if not known and reference.get("fail_if_not_exists", True):
+                return _error(400, 50035, "Invalid Form Body: message_reference: Unknown message")
         with self._lock:
             nonce = body.get("nonce")
             same = [m for m in self.messages.values() if nonce is not None and m.get("nonce") == nonce]
@@ -167,6 +183,7 @@ class FakeDiscord:
                 "embeds": body.get("embeds", []),
                 "components": body.get("components", []),
                 "nonce": nonce,
+                "message_reference": reference,
                 "flags": 0,
                 "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
             }

@@ -42,6 +42,8 @@ class Call:
     headers: dict[str, str]
     """Lower-case names."""
     body: bytes
+    at: float = field(default_factory=time.time)
+    """When the fake received it (seconds since the epoch)."""
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None

@@ -53,6 +53,8 @@ class FakeSlack:
     lose_post_responses: int = 0
     """Posts to record (as Slack would) but answer with a 500, as if the response got lost."""
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    threaded: list[dict[str, Any]] = field(default_factory=list)
+    """Replies posted in a message's thread (``thread_ts``), with their ``channel``; not in ``messages``."""
     groups: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in GROUPS.items()})
     """User groups and their members; a test may change them while the gateway runs."""
     server: FakeServer = field(init=False)
@@ -121,6 +123,17 @@ class FakeSlack:
 
         return await self.server.wait_for(found)
 
+    def thread_replies(self) -> list[dict[str, Any]]:
+        """Every reply posted in a thread so far (``thread_ts`` names its message)."""
+        with self._lock:
+            return copy.deepcopy(self.threaded)
+
+    async def replied_in_threads(self, count: int = 1) -> list[dict[str, Any]]:
+        """The first ``count`` thread replies, once there are."""
+        return await self.server.wait_for(
+            lambda _: self.thread_replies()[:count] if len(self.thread_replies()) >= count else None
+        )
+
     async def opened_view(self, count: int = 1) -> dict[str, Any]:
         """The view of the ``count``-th ``views.open``."""
         calls = await self.server.wait_for_call("/api/views.open", count)
@@ -164,6 +177,12 @@ class FakeSlack:
             return _error("not_in_channel")
         ts = f"{int(time.time())}.{next(self._ts):06d}"
         message = {"type": "message", "ts": ts, "text": args.get("text"), "blocks": args.get("blocks")}
+        if args.get("thread_ts"):
+            with self._lock:
+                if not any(m["ts"] == args["thread_ts"] for m in self.messages.get(channel, [])):
+                    return _error("thread_not_found")
+                self.threaded.append({**message, "channel": channel, "thread_ts": args["thread_ts"]})
+            return _ok(channel=channel, ts=ts, message=message)
         if args.get("metadata"):
             message["metadata"] = args["metadata"]
         with self._lock:

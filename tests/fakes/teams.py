@@ -91,6 +91,8 @@ class FakeTeams:
     lose_post_responses: int = 0
     """Posts to create (as Teams would) but answer with a 500, as if the response got lost."""
     activities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replies: list[dict[str, Any]] = field(default_factory=list)
+    """Replies to an activity (``POST .../activities/{id}``), each with the ``replyToId`` it answers."""
     """Every activity as it is now (edits replace it)."""
     originals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Every activity as it was first posted."""
@@ -213,7 +215,12 @@ class FakeTeams:
             members = [{"id": p.teams_id, "name": p.name, "aadObjectId": p.aad_id} for p in (ADA, BO)]
             return JSONResponse(members)
         if parts[1:] == ["activities"] and call.method == "POST":
-            return self._create(call.json())
+            body = call.json()
+            if body.get("replyToId"):  # how the Teams SDK replies (the REST reference uses the path below)
+                return self._reply(str(body["replyToId"]), body)
+            return self._create(body)
+        if len(parts) == 3 and parts[1] == "activities" and call.method == "POST":
+            return self._reply(parts[2], call.json())
         if len(parts) == 3 and parts[1] == "activities" and call.method == "PUT":
             return self._update(parts[2], call.json())
         return _error(404, "NotFound", "no such route")
@@ -230,6 +237,23 @@ class FakeTeams:
                 self.lose_post_responses -= 1
                 return _error(500, "InternalServerError", "An error has occurred.")
         return JSONResponse({"id": activity_id}, status_code=201)
+
+    def _reply(self, activity_id: str, activity: dict[str, Any]) -> Response:
+        with self._lock:
+            if activity_id not in self.activities:
+                return _error(404, "ActivityNotFoundInConversation", "Activity not found.")
+            reply_id = str(next(self._ids))
+            self.replies.append({"id": reply_id, **activity, "replyToId": activity_id})
+        return JSONResponse({"id": reply_id}, status_code=201)
+
+    async def replied(self, count: int = 1) -> list[dict[str, Any]]:
+        """The first ``count`` replies to activities, once there are."""
+
+        def found(_: list[Call]) -> list[dict[str, Any]] | None:
+            with self._lock:
+                return [dict(r) for r in self.replies[:count]] if len(self.replies) >= count else None
+
+        return await self.server.wait_for(found)
 
     def _update(self, activity_id: str, activity: dict[str, Any]) -> Response:
         problem = _problem(activity)

@@ -269,3 +269,24 @@ def test_the_example_files_of_the_docs_are_valid_and_checked_as_shown(page: str,
     if page == "docs/policies.md":
         for line in checked.stdout.splitlines()[1:]:  # as the page shows them, indented in its list
             assert f"   {line}\n" in text, line
+
+
+def test_doctor_checks_the_targets_and_channels_of_steps(
+    redis_url: str, deploys_channel: FakeSlack, tmp_path: Path
+) -> None:
+    path = tmp_path / "steps.toml"
+    path.write_text(
+        "[policies.oncall]\n"
+        '[[policies.oncall.steps]]\nafter = 0\nchannel = "slack"\ntarget = "COUT"\n'
+        '[[policies.oncall.steps]]\nafter = 60\nchannel = "slack"\ntarget = "C0DEPLOYS"\n'
+        '[[policies.oncall.steps]]\nafter = 120\nchannel = "teams"\n'
+    )
+    doctor = run_cli("doctor", redis_url=redis_url, env=deploys_channel.env(HUMANGATE_POLICY_FILE=str(path)))
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    lines = doctor.stdout.splitlines()
+    assert "[FAIL] policy oncall: steps[2] posts on teams, which is not configured" in lines
+    assert any(
+        line.startswith("[FAIL] policy oncall: steps[0].target = COUT: the app is not a member")
+        for line in lines
+    )
+    assert "[ok  ] policy oncall: steps[1].target = C0DEPLOYS: reachable" in lines

@@ -99,7 +99,7 @@ rate_limit = 1.5
             4,
             "policies.deploys.timout",
             "is not a policy setting; the settings are callers, timeout, channels, approvers, targets, "
-            "rate_limit, max_pending, approvals, order, on_timeout",
+            "rate_limit, max_pending, approvals, order, on_timeout, remind, steps",
         ),
         (
             5,
@@ -261,3 +261,113 @@ def test_approvals_order_and_on_timeout_are_read() -> None:
 )
 def test_each_approvals_rule_names_its_field(text: str, line: int, field: str, rule: str) -> None:
     assert mistakes(text) == [Mistake(line, field, rule)]
+
+
+STEPS = """\
+[policies.oncall]
+timeout  = 600
+channels = ["slack", "teams", "discord"]
+remind   = [60, 240]
+[[policies.oncall.steps]]
+after   = 0
+channel = "slack"
+mention = ["slack:group:S0ONCALL"]
+[[policies.oncall.steps]]
+after     = 120
+channel   = "teams"
+target    = "19:incident@thread.tacv2"
+mention   = ["teams:0f0e0d0c-0b0a-0908-0706-050403020100"]
+approvers = ["discord:user:81234"]
+"""
+
+
+def test_steps_and_reminders_are_read_in_order() -> None:
+    (policy,) = parse_policies(STEPS).policies
+    assert policy.remind == [60, 240]
+    assert [(s.after, s.channel, s.target) for s in policy.steps] == [
+        (0, "slack", None),
+        (120, "teams", "19:incident@thread.tacv2"),
+    ]
+    assert policy.steps[1].approvers == ["discord:user:81234"]
+    assert policy.describe() == (
+        "oncall: callers any; timeout 600 s; channels slack, teams, discord; "
+        "steps slack at 0 s, teams at 120 s; reminders at 60 s, 240 s"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "line", "field", "rule"),
+    [
+        (
+            ("after   = 0", "after   = 5"),
+            6,
+            "policies.oncall.steps[0].after",
+            "the first step must have after = 0",
+        ),
+        (
+            (
+                'approvers = ["discord:user:81234"]\n',
+                'approvers = []\n[[policies.oncall.steps]]\nafter = 60\nchannel = "discord"\n',
+            ),
+            16,
+            "policies.oncall.steps[2].after",
+            "must not be less than the step before's (60 < 120)",
+        ),
+        (("after     = 120", "after     = 600"), 10, "policies.oncall.steps[1].after", "600 s is not before"),
+        (
+            ('channel   = "teams"', 'channel   = "web"'),
+            12,
+            "policies.oncall.steps[1].target",
+            "the web form posts nothing, so it has no target",
+        ),
+        (
+            ('"slack", "teams", "discord"', '"slack", "discord"'),
+            11,
+            "policies.oncall.steps[1].channel",
+            "teams is not in this policy's channels (slack, discord)",
+        ),
+        (
+            ('target    = "19:incident@thread.tacv2"', 'target    = "19 incident"'),
+            12,
+            "policies.oncall.steps[1].target",
+            "'19 incident' is not a conversation id",
+        ),
+        (
+            ('mention = ["slack:group:S0ONCALL"]', 'mention = ["discord:role:99123"]'),
+            8,
+            "policies.oncall.steps[0].mention[0]",
+            "'discord:role:99123' cannot be mentioned on slack (use slack:...)",
+        ),
+        (
+            ('approvers = ["discord:user:81234"]', 'approvers = ["bob"]'),
+            14,
+            "policies.oncall.steps[1].approvers[0]",
+            "'bob' is not an approver",
+        ),
+        (
+            ("remind   = [60, 240]", "remind   = [240, 60]"),
+            4,
+            "policies.oncall.remind",
+            "must be in ascending order",
+        ),
+        (
+            ("remind   = [60, 240]", "remind   = [60, 900]"),
+            4,
+            "policies.oncall.remind[1]",
+            "900 s is not before",
+        ),
+        (
+            ('channel = "slack"\nmention', 'chanel = "slack"\nmention'),
+            7,
+            "policies.oncall.steps[0].chanel",
+            "is not a step setting",
+        ),
+    ],
+)
+def test_each_step_rule_names_its_line_and_field(
+    change: tuple[str, str], line: int, field: str, rule: str
+) -> None:
+    old, new = change
+    assert old in STEPS
+    found = mistakes(STEPS.replace(old, new, 1))
+    assert any((m.line, m.field) == (line, field) and rule in m.rule for m in found), found

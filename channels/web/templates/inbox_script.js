@@ -148,6 +148,11 @@
       if (timer && data.id === current) { timer.setAttribute("data-deadline", String(data.deadline)); }
       tick();
     },
+    reminded: function (data) {
+      if (!itemOf(data.id)) { return; }
+      announce(data.text);
+      showToast(data.text, data.id);
+    },
     "signed-out": function () {
       feedState.textContent = "Signed out: reload the page to sign in again.";
       source.close();
