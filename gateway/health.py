@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.core import redis_check
-from gateway.core.metrics import REGISTRY, WAITING_CALLS
+from gateway.core.metrics import REGISTRY, WAITING_CALLS, shared_metrics
 from gateway.core.redis_client import OPERATION_DEADLINE
 from gateway.runtime import Runtime
-from schemas.errors import RETRY_AFTER_SECONDS
+from schemas.errors import RETRY_AFTER_SECONDS, StoreUnavailableError
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(include_in_schema=False)
 
@@ -45,4 +48,9 @@ async def readyz(request: Request) -> JSONResponse:
 async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     WAITING_CALLS.set(runtime.events.waiting)
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    try:
+        shared = await shared_metrics(runtime.redis)
+    except StoreUnavailableError as exc:  # this process's own metrics still help diagnose that
+        logger.warning("metrics: the shared counters cannot be read: %s", exc)
+        shared = b""
+    return Response(generate_latest(REGISTRY) + shared, media_type=CONTENT_TYPE_LATEST)

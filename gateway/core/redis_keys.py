@@ -169,3 +169,26 @@ def inbox_streams(operator: str) -> str:
     so that their number is bounded across every gateway process. TTL: the latest lease, renewed while
     a stream is open (``gateway.inbox.sessions.STREAM_LEASE_SECONDS``)."""
     return f"{PREFIX}:inbox-streams:{operator}"
+
+
+AUDIT_PREFIX = f"{PREFIX}:audit:{{"
+
+
+def audit(hf_id: str) -> str:
+    """List: the audit trail of one Human Function, one compact JSON event per entry, appended only
+    (``gateway.core.audit``). TTL: ``HUMANGATE_AUDIT_RETENTION`` days after its last event."""
+    return f"{AUDIT_PREFIX}{hf_id}}}"
+
+
+AUDIT_INDEX = f"{PREFIX}:audit-index"
+"""Sorted set: id -> time of its trail's last event (seconds), so an export by time range reads only
+the trails it needs. No TTL: members older than the retention leave on each new request."""
+
+METRIC_TIMES = f"{PREFIX}:metrics:time-to-answer"
+"""Hash: ``humangate_time_to_answer_seconds`` of every process, ``<channel>\\t<policy>\\t<outcome>\\t<field>``
+-> count (a bucket's index, or ``count``) or sum of seconds (``sum``), written by the scripts that end
+requests (``gateway.core.metrics``). No TTL: counters live as long as Redis does."""
+
+METRIC_COUNTS = f"{PREFIX}:metrics:counts"
+"""Hash: the counters that worker and gateway processes share, ``<metric>\\t<label value>`` -> count
+(``gateway.core.metrics.count``). No TTL: counters live as long as Redis does."""
