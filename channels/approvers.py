@@ -22,6 +22,9 @@ inbox answer's ``Person``."""
 NOT_AN_APPROVER = "You are not an approver for this request"
 """What anyone but an approver is told, privately, when they try to answer (nothing changes)."""
 
+NOT_APPROVER = "not_approver"
+"""Why a refusal of someone who is not an approver is written in the audit trail (``Desk.refused``)."""
+
 WEB_NEEDS_SIGN_IN = (
     "Only its approvers may answer this request, and this gateway has no sign-in for the web form, "
     "so it cannot be answered here. Answer it where it was posted."

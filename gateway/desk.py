@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.base import FormLink
+from gateway.core.audit import FORM_LINK
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
 from gateway.core.validation import validate_answer_off_loop
@@ -42,8 +43,12 @@ class RuntimeDesk:
     async def get(self, hf_id: str) -> HumanFunction:
         return await self.runtime.store.get(hf_id)
 
-    async def started(self, hf: HumanFunction) -> HumanFunction:
+    async def started(self, hf: HumanFunction, who: str | None = None) -> HumanFunction:
+        await self.runtime.service.record(hf.id, "opened", who=who or FORM_LINK, where=self.channel)
         return await self.runtime.service.started(hf)
+
+    async def refused(self, hf: HumanFunction, who: str, why: str) -> None:
+        await self.runtime.service.record(hf.id, "refused", who=who, where=self.channel, why=why)
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
         return await self.runtime.service.answer(hf, answer)

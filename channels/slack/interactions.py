@@ -15,7 +15,7 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from channels.approvers import NOT_AN_APPROVER
+from channels.approvers import NOT_AN_APPROVER, NOT_APPROVER
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
@@ -74,6 +74,7 @@ async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
         logger.info(
             "refused a click hf=%s channel=slack user=%s: not an approver", hf_id, user_id_of(payload)
         )
+        await desk.refused(hf, f"slack:{user_id_of(payload)}", NOT_APPROVER)
         await tell(response_url, NOT_AN_APPROVER, hf_id)
         return
     if action_id in _OPENS:
@@ -106,6 +107,7 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
                 hf_id,
                 user_id_of(payload),
             )
+            await desk.refused(hf, f"slack:{user_id_of(payload)}", NOT_APPROVER)
             return _notice("Not an approver", NOT_AN_APPROVER)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
         answer = answer.model_copy(update={"person": identity(payload)})
@@ -171,7 +173,7 @@ async def tell(response_url: Any, text: str, hf_id: str) -> None:
 async def _open_modal(
     desk: Desk, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
 ) -> None:
-    await desk.started(hf)  # opening a modal counts as starting to answer
+    await desk.started(hf, f"slack:{user_id_of(payload)}")  # opening a modal counts as starting to answer
     view = form_view(hf) if action is None else reason_view(hf, action)
     client: SlackClient = await desk.client()
     try:

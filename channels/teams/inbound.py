@@ -23,7 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, approves
+from channels.approvers import NOT_AN_APPROVER, NOT_APPROVER, approves
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.budget import within_budget as budget_
@@ -155,15 +155,16 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
     approver = approves(hf, held(activity))
     if action.verb == REFRESH:
         if approver:  # someone who may not answer does not start answering (nothing changes)
-            await desk.started(hf)  # the person has the card in front of them
+            await desk.started(hf, f"teams:{object_id}")  # the person has the card in front of them
         return card_reply(render_card(hf, ctx))
     if hf.is_pending and not approver:
         logger.info("refused a click hf=%s channel=teams user=%s: not an approver", hf.id, object_id or "?")
+        await desk.refused(hf, f"teams:{object_id}", NOT_APPROVER)
         return card_reply(render_card(hf, ctx, notice=NOT_AN_APPROVER))
     if not hf.is_pending:
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
-        await desk.started(hf)
+        await desk.started(hf, f"teams:{object_id}")
         return card_reply(reason_card(hf))
     await _adopt(desk, hf, activity)
     try:
@@ -186,7 +187,10 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
     except UnknownRequestError:
         return
     object_id, _ = person(activity)
-    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and approves(hf, held(activity))
+    approver = approves(hf, held(activity))
+    if hf.is_pending and not approver:
+        await desk.refused(hf, f"teams:{object_id}", NOT_APPROVER)
+    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and approver
     if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return

@@ -87,6 +87,17 @@ def render_sign_in(nonce: str, *, error: str | None = None) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TrailRow:
+    """One event of a request's audit trail as the inbox lists it."""
+
+    at: str
+    """ISO 8601."""
+    event: str
+    details: str
+    """Its fields in words (``who: slack:U1 · where: slack``)."""
+
+
 def render_inbox(
     nonce: str,
     *,
@@ -99,9 +110,11 @@ def render_inbox(
     errors: Mapping[str, str] | None = None,
     reason: str = "",
     notice: str | None = None,
+    trail: Sequence[TrailRow] = (),
 ) -> str:
     """The inbox: pending requests, soonest deadline first, and ``current`` (its form while pending,
-    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended)."""
+    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended) with
+    its audit ``trail``."""
     errors = dict(errors or {})
     fields, summary = form_parts(current, values, errors) if current and current.is_pending else ([], [])
     ended = outcome_summary(current) if current is not None else None
@@ -129,4 +142,5 @@ def render_inbox(
         shown=[Shown(label, value) for label, value in answered_values(current)] if current else [],
         notice=notice,
         shortcuts=SHORTCUTS,
+        trail=trail,
     )

@@ -22,9 +22,10 @@ from redis.asyncio import Redis
 
 from gateway.core import metrics
 from gateway.core import redis_keys as keys
+from gateway.core import store_scripts as scripts
 from gateway.core.redis_client import store_operation, text
 from schemas.errors import StoreUnavailableError
-from schemas.models import HumanFunction, Outcome
+from schemas.models import HumanFunction, Outcome, Person
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,12 @@ FIELDS: dict[str, tuple[str, ...]] = {
 Why = Literal["not_approver", "invalid_answer", "already_ended"]
 """Why an answer was refused (the ``why`` of ``refused``, the ``reason`` of its metric)."""
 
+FORM_LINK = "form link"
+"""The ``who`` of an event done through a form link, which names no one."""
+
 DAY_SECONDS = 86_400
+MAX_EVENTS = 64
+"""Most events ``record`` appends to one trail (a person clicking on and on cannot grow it)."""
 EXPORT_BATCH = 200
 """Trails one export round trip reads."""
 
@@ -84,6 +90,19 @@ def event_json(event: str, at: float, fields: Mapping[str, Any]) -> str:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
+def who_of(person: Person | None, by: str | None) -> str | None:
+    """Who acted, as policies name people (``slack:U1``, ``discord:user:1``, ``operator:alice``);
+    ``by`` (the channel's words) when no platform vouches for anyone."""
+    if person is None:
+        return by
+    if ":" in person.id:  # already in that form (an inbox operator)
+        return person.id
+    return f"{_PERSON_FORMS.get(person.channel, person.channel + ':')}{person.id}"
+
+
+_PERSON_FORMS = {"discord": "discord:user:"}
+
+
 def created_event(hf: HumanFunction) -> str:
     """The ``created`` event of ``hf`` (written by the store's create script)."""
     return event_json(
@@ -102,7 +121,7 @@ def ended_event(outcome: Outcome, answers: bool) -> str:
         outcome.at,
         {
             "outcome": outcome.status.value,
-            "who": f"{person.channel}:{person.id}" if person is not None else outcome.by,
+            "who": who_of(person, outcome.by),
             "name": person.name if person is not None else None,
             "where": outcome.via,
             "reason": outcome.reason,
@@ -118,34 +137,37 @@ async def record(
 
     ``fields`` are the event's own (``FIELDS``). A ``refused`` event also counts
     ``humangate_refused_answers_total{reason=why}``, an ``escalated`` one
-    ``humangate_escalations_total``. Best effort: when Redis cannot be reached the event is logged
-    and lost, and the person's action goes on (it is refused or fails on its own)."""
-    entry = event_json(event, at, fields)
+    ``humangate_escalations_total``. A trail takes at most ``MAX_EVENTS`` events this way (its
+    ``ended`` always gets in). Best effort: when Redis cannot be reached the event is logged and
+    lost, and the person's action goes on (it is refused or fails on its own)."""
+    counter = ""
+    if event == "refused":
+        counter = metrics.counter_field(metrics.REFUSED_ANSWERS, str(fields.get("why") or ""))
+    elif event == "escalated":
+        counter = metrics.counter_field(metrics.ESCALATIONS)
+    args = scripts.RecordArgs(
+        id=hf_id,
+        event=event_json(event, at, fields),
+        at=at,
+        keep_ms=policy.keep_ms,
+        max_events=MAX_EVENTS,
+        counter=counter,
+    )
     try:
-        await _append(redis, policy, hf_id, entry, at, event, fields)
+        if not await _append(redis, args):
+            logger.warning("audit trail full hf=%s: event %s not kept", hf_id, event)
     except StoreUnavailableError as exc:
         logger.warning("audit event lost hf=%s event=%s: %s", hf_id, event, exc)
 
 
 @store_operation
-async def _append(
-    redis: Redis,
-    policy: AuditPolicy,
-    hf_id: str,
-    entry: str,
-    at: float,
-    event: str,
-    fields: Mapping[str, Any],
-) -> None:
-    async with redis.pipeline(transaction=True) as pipe:
-        pipe.rpush(keys.audit(hf_id), entry)
-        pipe.pexpire(keys.audit(hf_id), policy.keep_ms)
-        pipe.zadd(keys.AUDIT_INDEX, {hf_id: at})
-        if event == "refused":
-            metrics.count_in(pipe, metrics.REFUSED_ANSWERS, str(fields.get("why") or ""))
-        elif event == "escalated":
-            metrics.count_in(pipe, metrics.ESCALATIONS)
-        await pipe.execute()
+async def _append(redis: Redis, args: scripts.RecordArgs) -> bool:
+    script = redis.register_script(scripts.RECORD)  # EVALSHA, loaded on first use
+    appended = await script(
+        keys=[keys.audit(args["id"]), keys.AUDIT_INDEX, keys.METRIC_COUNTS],
+        args=[scripts.json_argument(args)],
+    )
+    return bool(appended)
 
 
 @store_operation
@@ -158,6 +180,15 @@ def iso(at: float) -> str:
     """``2026-11-29T04:40:22.123Z``: an event's time as ISO 8601, UTC, to the millisecond."""
     moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def details(event: Mapping[str, Any]) -> str:
+    """An event's fields in words, for a page (``who: slack:U1 · where: slack``; no answer values)."""
+    return " · ".join(
+        f"{name}: {', '.join(map(str, value)) if isinstance(value, list) else value}"
+        for name, value in event.items()
+        if name not in ("event", "at", "answer")
+    )
 
 
 def shown(hf_id: str, event: Mapping[str, Any]) -> dict[str, Any]:

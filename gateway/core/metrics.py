@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -49,20 +48,18 @@ COUNTERS: dict[str, tuple[str, str]] = {
 """Each shared counter: its one label (``""``: none) and its help."""
 
 
-def count_in(pipe: Any, metric: str, value: str = "") -> None:
-    """Queue one more ``metric`` (with label value ``value``) on a Redis pipeline."""
+def counter_field(metric: str, value: str = "") -> str:
+    """The field of ``keys.METRIC_COUNTS`` that counts ``metric`` with label value ``value``."""
     if metric not in COUNTERS:
         raise ValueError(f"{metric!r} is not a shared counter; the counters are {sorted(COUNTERS)}")
-    pipe.hincrby(keys.METRIC_COUNTS, f"{metric}\t{value}", 1)
+    return f"{metric}\t{value}"
 
 
 @store_operation
 async def count(redis: Redis, metric: str, value: str = "") -> None:
     """Count one more ``metric`` across every process, e.g.
     ``await count(redis, WEBHOOK_DELIVERIES, "delivered")``."""
-    async with redis.pipeline(transaction=False) as pipe:
-        count_in(pipe, metric, value)
-        await pipe.execute()
+    await redis.hincrby(keys.METRIC_COUNTS, counter_field(metric, value), 1)
 
 
 class SharedCollector(Collector):

@@ -16,6 +16,7 @@ from typing import Any
 
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
+from gateway.core import audit
 from gateway.core.callers import Caller, owns
 from gateway.core.metrics import ENDED, LIMITED
 from gateway.core.policies import apply_policy
@@ -24,7 +25,9 @@ from gateway.core.returned import ReturnedMarks
 from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
 from gateway.core.validation import validate_answer_off_loop
 from schemas.errors import (
+    ClosedError,
     ExpiredError,
+    InvalidAnswerError,
     InvalidRequestError,
     RateLimitedError,
     StoreUnavailableError,
@@ -198,8 +201,12 @@ class HumanFunctionService:
         it is still pending is decided atomically by the store, so it need not be read again."""
         content = None
         if answer.action is Action.ACCEPT:
-            content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
-            check_other_fields(hf.other_fields, content)
+            try:
+                content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
+                check_other_fields(hf.other_fields, content)
+            except InvalidAnswerError:
+                await self._refused(hf, answer, "invalid_answer")
+                raise
         outcome = Outcome(
             status=STATUS_OF_ACTION[answer.action],
             action=answer.action,
@@ -210,8 +217,13 @@ class HumanFunctionService:
             at=self.clock(),
             person=answer.person,
         )
-        hf = await self._end(hf, outcome, retain=True)
+        try:
+            hf = await self._end(hf, outcome, retain=True)
+        except ClosedError:
+            await self._refused(hf, answer, "already_ended")
+            raise
         if hf.status is Status.EXPIRED:
+            await self._refused(hf, answer, "already_ended")
             raise ExpiredError("this request expired before the answer arrived")
         who = answer.person
         logger.info(
@@ -282,6 +294,14 @@ class HumanFunctionService:
     def expired_outcome(self, hf: HumanFunction) -> Outcome:
         """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."."""
         return expired_outcome(timeout_reason(hf.timeout_seconds), self.clock())
+
+    async def record(self, hf_id: str, event: audit.Event, **fields: Any) -> None:
+        """Append ``event`` to ``hf_id``'s audit trail, now (``gateway.core.audit.record``)."""
+        await audit.record(self.store.redis, self.store.audit, hf_id, event, self.clock(), **fields)
+
+    async def _refused(self, hf: HumanFunction, answer: Answer, why: audit.Why) -> None:
+        who = audit.who_of(answer.person, answer.by)
+        await self.record(hf.id, "refused", who=who, where=answer.via, why=why)
 
     async def _end(self, hf: HumanFunction, outcome: Outcome, *, retain: bool) -> HumanFunction:
         update = self.jobs.update(hf.id, hf.channel) if get_channel_posts(hf.channel) else []

@@ -496,3 +496,32 @@ end
 return 1
 """
 """Reserve a slot for a new MCP session of one caller within its cap, atomically; 1 if reserved."""
+
+
+class RecordArgs(TypedDict):
+    """``ARGV[1]`` of ``RECORD``."""
+
+    id: str
+    event: str
+    """The event's JSON (``gateway.core.audit.event_json``)."""
+    at: float
+    """When (seconds since epoch): its trail's place in the index."""
+    keep_ms: int
+    max_events: int
+    """Longest a trail grows through ``RECORD`` (the scripts that end a request always append)."""
+    counter: str
+    """The shared counter's field this event counts (``gateway.core.metrics``); '' none."""
+
+
+RECORD = """
+-- KEYS: 1 the trail, 2 the audit index, 3 the shared counters. ARGV: 1 RecordArgs (JSON).
+-- Counts the event, then appends it unless the trail is full: 1 if appended.
+local a = cjson.decode(ARGV[1])
+if a.counter ~= '' then redis.call('HINCRBY', KEYS[3], a.counter, 1) end
+if redis.call('LLEN', KEYS[1]) >= a.max_events then return 0 end
+redis.call('RPUSH', KEYS[1], a.event)
+redis.call('PEXPIRE', KEYS[1], a.keep_ms)
+redis.call('ZADD', KEYS[2], a.at, a.id)
+return 1
+"""
+"""Append one event to a request's audit trail (``gateway.core.audit.record``), bounded."""

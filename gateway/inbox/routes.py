@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
-from channels.approvers import NOT_AN_APPROVER, OPERATOR_PREFIX, approves, who_may_answer
+from channels.approvers import NOT_AN_APPROVER, NOT_APPROVER, OPERATOR_PREFIX, approves, who_may_answer
 from channels.display import sentence_case
 from channels.pages import (
     INBOX_VIA,
     MAX_FORM_FIELDS,
+    TrailRow,
     answered_by,
     item_of,
     new_nonce,
@@ -46,6 +47,7 @@ from channels.pages import (
     render_unavailable_page,
     verify_same_origin,
 )
+from gateway.core import audit
 from gateway.inbox.feed import LIST_LIMIT, MAX_STREAMS_PER_PROCESS, STREAMS, live_updates
 from gateway.inbox.sessions import COOKIE, COOKIE_PATH, SESSION_SECONDS, OperatorSessions, Session
 from gateway.runtime import Runtime
@@ -130,6 +132,7 @@ async def _inbox_page(
 ) -> HTMLResponse:
     runtime = _runtime(request)
     items = [item_of(hf) for hf in await runtime.store.pending(LIST_LIMIT)]
+    trail = [] if current is None else await audit.trail(runtime.redis, current.id)
     html = render_inbox(
         nonce,
         operator=session.operator,
@@ -141,6 +144,7 @@ async def _inbox_page(
         errors=errors,
         reason=reason,
         notice=notice,
+        trail=[TrailRow(audit.iso(e["at"]), e["event"], audit.details(e)) for e in trail],
     )
     return _page(html, nonce, status)
 
@@ -251,7 +255,10 @@ async def show_request(request: Request, hf_id: str) -> Response:
         hf = await _request_of(request, hf_id, session, nonce)
         if isinstance(hf, Response):
             return hf
-        if approves(hf, [OPERATOR_PREFIX + session.operator]):  # only who may answer starts answering
+        who = OPERATOR_PREFIX + session.operator
+        if hf.is_pending:
+            await _runtime(request).service.record(hf.id, "opened", who=who, where=INBOX_VIA)
+        if approves(hf, [who]):  # only who may answer starts answering
             hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
         only = who_may_answer(hf) if hf.is_pending else None
         return await _inbox_page(request, session, nonce, hf, notice=f"{only}." if only else None)
@@ -291,6 +298,8 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
             hf.channel,
             session.operator,
         )
+        who = OPERATOR_PREFIX + session.operator
+        await runtime.service.record(hf.id, "refused", who=who, where=INBOX_VIA, why=NOT_APPROVER)
         return await _inbox_page(request, session, nonce, hf, status=403, notice=NOT_AN_APPROVER + ".")
     try:
         answer = parse_form(hf, values)
