@@ -108,7 +108,7 @@ def created_event(hf: HumanFunction) -> str:
     return event_json(
         "created",
         hf.created_at,
-        {"caller": hf.requester, "policy": hf.policy, "channels": [hf.channel], "target": hf.target},
+        {"caller": hf.owner, "policy": hf.policy, "channels": [hf.channel], "target": hf.target},
     )
 
 
