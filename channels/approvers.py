@@ -25,6 +25,9 @@ NOT_AN_APPROVER = "You are not an approver for this request"
 NOT_APPROVER = "not_approver"
 """Why a refusal of someone who is not an approver is written in the audit trail (``Desk.refused``)."""
 
+FORM_LINK = "form link"
+"""The ``who`` of an audit event done through a form link, which names no one."""
+
 WEB_NEEDS_SIGN_IN = (
     "Only its approvers may answer this request, and this gateway has no sign-in for the web form, "
     "so it cannot be answered here. Answer it where it was posted."

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from channels.approvers import FORM_LINK
 from channels.base import FormLink
-from gateway.core.audit import FORM_LINK
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
 from gateway.core.validation import validate_answer_off_loop

@@ -30,7 +30,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from channels.approvers import NOT_AN_APPROVER, WEB_NEEDS_SIGN_IN, who_may_answer
+from channels.approvers import FORM_LINK, NOT_AN_APPROVER, NOT_APPROVER, WEB_NEEDS_SIGN_IN, who_may_answer
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
 from channels.web.channel import (
@@ -147,6 +147,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
         return hf
     if (refused := _approvers_only(hf, nonce)) is not None:
         logger.info("refused a form answer hf=%s channel=web: the request has approvers", hf.id)
+        await desk.refused(hf, FORM_LINK, NOT_APPROVER)
         return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}

@@ -47,9 +47,6 @@ FIELDS: dict[str, tuple[str, ...]] = {
 Why = Literal["not_approver", "invalid_answer", "already_ended"]
 """Why an answer was refused (the ``why`` of ``refused``, the ``reason`` of its metric)."""
 
-FORM_LINK = "form link"
-"""The ``who`` of an event done through a form link, which names no one."""
-
 DAY_SECONDS = 86_400
 MAX_EVENTS = 64
 """Most events ``record`` appends to one trail (a person clicking on and on cannot grow it)."""
