@@ -189,8 +189,14 @@ def details(event: Mapping[str, Any]) -> str:
 
 
 def shown(hf_id: str, event: Mapping[str, Any]) -> dict[str, Any]:
-    """An event as the endpoint and the export give it: its request's id, ``at`` as ISO 8601."""
-    return {"id": hf_id, **event, "at": iso(float(event["at"]))}
+    """An event as the endpoint and the export give it: its request's id, its kind, ``at`` as ISO
+    8601, then its fields in the order of ``FIELDS`` (whichever script or process wrote it)."""
+    kind = str(event["event"])
+    order = FIELDS.get(kind, ())
+    body = {"id": hf_id, "event": kind, "at": iso(float(event["at"]))}
+    body.update((name, event[name]) for name in order if name in event)
+    body.update((name, value) for name, value in event.items() if name not in body and name not in order)
+    return body
 
 
 async def export(redis: Redis, since: float | None, until: float | None) -> AsyncIterator[dict[str, Any]]:
