@@ -48,8 +48,15 @@ Why = Literal["not_approver", "invalid_answer", "already_ended"]
 """Why an answer was refused (the ``why`` of ``refused``, the ``reason`` of its metric)."""
 
 DAY_SECONDS = 86_400
-MAX_EVENTS = 64
-"""Most events ``record`` appends to one trail (a person clicking on and on cannot grow it)."""
+MAX_EVENTS = 32
+"""Most events ``record`` appends to one trail (its ``ended`` always gets in)."""
+
+MAX_NOISY_EVENTS = 16
+"""Most events a trail holds for ``record`` to append one of ``NOISY`` more: people clicking on and
+on fill at most this much, and the gateway's own events (posts, escalations, approvals) still fit."""
+
+NOISY = frozenset({"opened", "refused"})
+"""The events anyone who sees a request can cause again and again."""
 EXPORT_BATCH = 200
 """Trails one export round trip reads."""
 
@@ -134,8 +141,9 @@ async def record(
 
     ``fields`` are the event's own (``FIELDS``). A ``refused`` event also counts
     ``humangate_refused_answers_total{reason=why}``, an ``escalated`` one
-    ``humangate_escalations_total``. A trail takes at most ``MAX_EVENTS`` events this way (its
-    ``ended`` always gets in). Best effort: when Redis cannot be reached the event is logged and
+    ``humangate_escalations_total``. A trail takes at most ``MAX_EVENTS`` events this way, and
+    ``NOISY`` ones only while it holds fewer than ``MAX_NOISY_EVENTS`` (its ``ended`` always gets
+    in). Best effort: when Redis cannot be reached the event is logged and
     lost, and the person's action goes on (it is refused or fails on its own)."""
     counter = ""
     if event == "refused":
@@ -147,7 +155,7 @@ async def record(
         event=event_json(event, at, fields),
         at=at,
         keep_ms=policy.keep_ms,
-        max_events=MAX_EVENTS,
+        max_events=MAX_NOISY_EVENTS if event in NOISY else MAX_EVENTS,
         counter=counter,
     )
     try:

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from gateway.core import audit, metrics
 from gateway.core import redis_keys as keys
-from gateway.core.audit import DEFAULT_POLICY, MAX_EVENTS, AuditPolicy, record, trail
+from gateway.core.audit import DEFAULT_POLICY, MAX_EVENTS, MAX_NOISY_EVENTS, AuditPolicy, record, trail
 from gateway.core.redis_client import text
 from gateway.core.store import HumanFunctionStore
 from schemas.models import Action, HumanFunction, Outcome, Person, Status
@@ -132,22 +132,22 @@ async def test_record_takes_only_the_fields_of_its_event(redis: Redis) -> None:
 async def test_a_trail_is_bounded_but_its_end_always_gets_in(redis: Redis) -> None:
     store = HumanFunctionStore(redis)
     await store.create(make_hf("a1"), "fp1", REASON, [])
-    for n in range(MAX_EVENTS + 5):
-        await record(
-            redis,
-            DEFAULT_POLICY,
-            "a1",
-            "refused",
-            NOW + n / 100,
-            who="slack:U3",
-            where="slack",
-            why="not_approver",
-        )
+    refusal = {"who": "slack:U3", "where": "slack", "why": "not_approver"}
+    for n in range(MAX_EVENTS + 5):  # someone clicks on and on
+        await record(redis, DEFAULT_POLICY, "a1", "refused", NOW + n / 100, **refusal)
+    assert await redis.llen(keys.audit("a1")) == MAX_NOISY_EVENTS
+    for step in range(MAX_EVENTS):  # the gateway's own events still get in, up to the bound
+        await record(redis, DEFAULT_POLICY, "a1", "escalated", NOW + 1 + step, channel="slack", step=step)
     assert await redis.llen(keys.audit("a1")) == MAX_EVENTS
-    await store.finish("a1", accepted(NOW + 10), [], retain=False)
-    assert (await trail(redis, "a1"))[-1]["event"] == "ended"
+    await store.finish("a1", accepted(NOW + 100), [], retain=False)
+    kinds = [e["event"] for e in await trail(redis, "a1")]
+    assert kinds == ["created"] + ["refused"] * (MAX_NOISY_EVENTS - 1) + ["escalated"] * (
+        MAX_EVENTS - MAX_NOISY_EVENTS
+    ) + ["ended"]
     counted = await redis.hget(keys.METRIC_COUNTS, f"{metrics.REFUSED_ANSWERS}\tnot_approver")
     assert int(counted or 0) == MAX_EVENTS + 5  # every refusal is counted, kept or not
+    escalations = await redis.hget(keys.METRIC_COUNTS, f"{metrics.ESCALATIONS}\t")
+    assert int(escalations or 0) == MAX_EVENTS
 
 
 async def test_export_reads_a_time_range_in_order(redis: Redis) -> None:
