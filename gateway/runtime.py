@@ -12,7 +12,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from channels.registry import CHANNELS
-from gateway.core.audit import audit_policy
+from gateway.core.audit import audit_settings
 from gateway.core.callers import KeyRing
 from gateway.core.events import Events
 from gateway.core.policies import load_policies
@@ -90,7 +90,7 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
         redis,
         retention=settings.result_retention,
         replicas=replica_wait(settings),
-        audit=audit_policy(settings),
+        audit=audit_settings(settings),
     )
     kwargs = {} if clock is None else {"clock": clock}
     service = HumanFunctionService(store, JobRecorder(), settings, policies=policies, **kwargs)

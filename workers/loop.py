@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from channels.registry import CHANNELS
-from gateway.core.audit import audit_policy
+from gateway.core.audit import audit_settings
 from gateway.core.redis_client import async_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.replicas import replica_wait
@@ -38,7 +38,7 @@ class JobLoop:
             async_redis(RedisTarget.of(settings)),
             retention=settings.result_retention,
             replicas=replica_wait(settings),
-            audit=audit_policy(settings),
+            audit=audit_settings(settings),
         )
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.AsyncExitStack()

@@ -57,12 +57,13 @@ on fill at most this much, and the gateway's own events (posts, escalations, app
 
 NOISY = frozenset({"opened", "refused"})
 """The events anyone who sees a request can cause again and again."""
+
 EXPORT_BATCH = 200
 """Trails one export round trip reads."""
 
 
 @dataclass(frozen=True, slots=True)
-class AuditPolicy:
+class AuditSettings:
     """How long trails are kept and whether they keep answers (``HUMANGATE_AUDIT_*``)."""
 
     retention_days: float = 90.0
@@ -74,13 +75,13 @@ class AuditPolicy:
         return int(self.retention_days * DAY_SECONDS * 1000)
 
 
-DEFAULT_POLICY = AuditPolicy()
+DEFAULT_AUDIT = AuditSettings()
 """The settings' defaults: 90 days, answers kept."""
 
 
-def audit_policy(settings: Settings) -> AuditPolicy:
-    """The trails' policy of these settings."""
-    return AuditPolicy(settings.audit_retention, settings.audit_answers)
+def audit_settings(settings: Settings) -> AuditSettings:
+    """How these settings keep trails."""
+    return AuditSettings(settings.audit_retention, settings.audit_answers)
 
 
 def event_json(event: str, at: float, fields: Mapping[str, Any]) -> str:
@@ -135,7 +136,7 @@ def ended_event(outcome: Outcome, answers: bool) -> str:
 
 
 async def record(
-    redis: Redis, policy: AuditPolicy, hf_id: str, event: Event, at: float, **fields: Any
+    redis: Redis, kept: AuditSettings, hf_id: str, event: Event, at: float, **fields: Any
 ) -> None:
     """Append one event to ``hf_id``'s trail: the one way every Python-side event is written.
 
@@ -154,7 +155,7 @@ async def record(
         id=hf_id,
         event=event_json(event, at, fields),
         at=at,
-        keep_ms=policy.keep_ms,
+        keep_ms=kept.keep_ms,
         max_events=MAX_NOISY_EVENTS if event in NOISY else MAX_EVENTS,
         counter=counter,
     )

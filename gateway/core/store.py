@@ -21,7 +21,7 @@ from redis.exceptions import NoScriptError
 
 from gateway.core import redis_keys as keys
 from gateway.core import store_scripts as scripts
-from gateway.core.audit import DEFAULT_POLICY, AuditPolicy, created_event, ended_event
+from gateway.core.audit import DEFAULT_AUDIT, AuditSettings, created_event, ended_event
 from gateway.core.metrics import TIME_TO_ANSWER_BUCKETS
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
@@ -107,7 +107,7 @@ class HumanFunctionStore:
         *,
         retention: float = 0.0,
         replicas: ReplicaWait | None = None,
-        audit: AuditPolicy = DEFAULT_POLICY,
+        audit: AuditSettings = DEFAULT_AUDIT,
     ) -> None:
         self.redis = redis
         self.retention = retention

@@ -8,7 +8,7 @@ Run by hand from the repository root (pytest does not collect it)::
 It starts an embedded Redis and writes the trails of ``--requests`` requests exactly as the
 gateway and the workers write them: ``created`` and ``ended`` by the store's scripts (a real
 ``HumanFunctionStore``), every other event through ``gateway.core.audit.record``, with realistic
-names (a policy, a Slack channel id, Slack user ids). Two kinds of trail:
+names (a policy, a Slack channel id, Slack user ids). Three kinds of trail:
 
 - quiet: created, posted, opened, ended (a person opens a modal and answers);
 - busy: created, posted, reminded, escalated, posted (step 1), opened, refused, refused (invalid
@@ -36,7 +36,7 @@ from redis.asyncio import Redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.core import redis_keys as keys
-from gateway.core.audit import MAX_EVENTS, AuditPolicy, record
+from gateway.core.audit import MAX_EVENTS, AuditSettings, record
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.store import HumanFunctionStore
 from schemas.models import Action, HumanFunction, Outcome, Person, Status
@@ -69,33 +69,31 @@ def request(n: int) -> HumanFunction:
     )
 
 
-async def write_trail(store: HumanFunctionStore, policy: AuditPolicy, hf: HumanFunction, kind: str) -> None:
+async def write_trail(store: HumanFunctionStore, kept: AuditSettings, hf: HumanFunction, kind: str) -> None:
     at = hf.created_at
     await store.create(hf, f"fp-{hf.id}", "Request timed out after 15 minutes", [])
     redis = store.redis
-    await record(redis, policy, hf.id, "posted", at + 1.25, channel="slack", target="C0DEPLOYS01", step=0)
+    await record(redis, kept, hf.id, "posted", at + 1.25, channel="slack", target="C0DEPLOYS01", step=0)
     busy = kind != "quiet"
     if busy:
         await record(
-            redis, policy, hf.id, "reminded", at + 300.5, channel="slack", target="C0DEPLOYS01", step=0
+            redis, kept, hf.id, "reminded", at + 300.5, channel="slack", target="C0DEPLOYS01", step=0
         )
         await record(
-            redis, policy, hf.id, "escalated", at + 600.5, channel="slack", target="U0ONCALL42", step=1
+            redis, kept, hf.id, "escalated", at + 600.5, channel="slack", target="U0ONCALL42", step=1
         )
-        await record(
-            redis, policy, hf.id, "posted", at + 601.25, channel="slack", target="U0ONCALL42", step=1
-        )
-    await record(redis, policy, hf.id, "opened", at + 640.125, who="slack:U0123ABCDEF", where="slack")
+        await record(redis, kept, hf.id, "posted", at + 601.25, channel="slack", target="U0ONCALL42", step=1)
+    await record(redis, kept, hf.id, "opened", at + 640.125, who="slack:U0123ABCDEF", where="slack")
     if busy:
         refused = {"who": "slack:U0999ZZZZZZ", "where": "slack"}
-        await record(redis, policy, hf.id, "refused", at + 650.5, why="not_approver", **refused)
-        await record(redis, policy, hf.id, "refused", at + 655.5, why="invalid_answer", **refused)
-        await record(redis, policy, hf.id, "opened", at + 660.125, who="operator:alice", where="inbox")
+        await record(redis, kept, hf.id, "refused", at + 650.5, why="not_approver", **refused)
+        await record(redis, kept, hf.id, "refused", at + 655.5, why="invalid_answer", **refused)
+        await record(redis, kept, hf.id, "opened", at + 660.125, who="operator:alice", where="inbox")
         await record(
-            redis, policy, hf.id, "approved", at + 670.5, who="operator:alice", where="inbox", count=1, of=2
+            redis, kept, hf.id, "approved", at + 670.5, who="operator:alice", where="inbox", count=1, of=2
         )
     for _ in range(MAX_EVENTS if kind == "full" else 0):  # more than a trail takes of them
-        await record(redis, policy, hf.id, "refused", at + 680.5, why="not_approver", **refused)
+        await record(redis, kept, hf.id, "refused", at + 680.5, why="not_approver", **refused)
     person = Person(channel="slack", id="U0123ABCDEF", name="Ada Lovelace")
     outcome = Outcome(
         status=Status.ACCEPTED,
@@ -128,11 +126,11 @@ async def held(redis: Redis, ids: list[str]) -> dict[str, float]:
 
 async def case(redis: Redis, n: int, kind: str, answers: bool) -> dict[str, float]:
     await redis.flushdb()
-    policy = AuditPolicy(answers=answers)
-    store = HumanFunctionStore(redis, audit=policy)
+    kept = AuditSettings(answers=answers)
+    store = HumanFunctionStore(redis, audit=kept)
     hfs = [request(i) for i in range(n)]
     for hf in hfs:
-        await write_trail(store, policy, hf, kind)
+        await write_trail(store, kept, hf, kind)
     # What the trails alone hold: the requests' own keys go (their TTL is far shorter).
     async with redis.pipeline(transaction=False) as pipe:
         for hf in hfs:

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from gateway.core import audit, metrics
 from gateway.core import redis_keys as keys
-from gateway.core.audit import DEFAULT_POLICY, MAX_EVENTS, MAX_NOISY_EVENTS, AuditPolicy, record, trail
+from gateway.core.audit import DEFAULT_AUDIT, MAX_EVENTS, MAX_NOISY_EVENTS, AuditSettings, record, trail
 from gateway.core.redis_client import text
 from gateway.core.store import HumanFunctionStore
 from schemas.models import Action, HumanFunction, Outcome, Person, Status
@@ -86,12 +86,12 @@ async def test_created_and_ended_are_written_with_the_change(redis: Redis) -> No
         },
     ]
     assert await redis.zscore(keys.AUDIT_INDEX, "a1") == NOW + 20
-    assert 0 < await redis.pttl(keys.audit("a1")) <= DEFAULT_POLICY.keep_ms
+    assert 0 < await redis.pttl(keys.audit("a1")) <= DEFAULT_AUDIT.keep_ms
     assert await times(redis) == {"slack\tdeploys\taccepted\t30": 1, "slack\tdeploys\taccepted\tsum": 20}
 
 
 async def test_an_answer_after_the_deadline_is_written_as_the_expiry_it_became(redis: Redis) -> None:
-    store = HumanFunctionStore(redis, audit=AuditPolicy(answers=False))
+    store = HumanFunctionStore(redis, audit=AuditSettings(answers=False))
     await store.create(make_hf("a1"), "fp1", REASON, [])
     await store.finish("a1", accepted(NOW + 200), [], retain=False)
     ended = (await trail(redis, "a1"))[-1]
@@ -100,7 +100,7 @@ async def test_an_answer_after_the_deadline_is_written_as_the_expiry_it_became(r
 
 
 async def test_answers_are_left_out_when_turned_off(redis: Redis) -> None:
-    store = HumanFunctionStore(redis, audit=AuditPolicy(answers=False))
+    store = HumanFunctionStore(redis, audit=AuditSettings(answers=False))
     await store.create(make_hf("a1"), "fp1", REASON, [])
     await store.finish("a1", accepted(NOW + 5), [], retain=False)
     ended = (await trail(redis, "a1"))[-1]
@@ -125,7 +125,7 @@ async def test_the_reaper_writes_each_expiry_and_counts_it(redis: Redis) -> None
 
 async def test_record_takes_only_the_fields_of_its_event(redis: Redis) -> None:
     with pytest.raises(ValueError, match=r"audit event 'opened': unknown field\(s\) token; allowed"):
-        await record(redis, DEFAULT_POLICY, "a1", "opened", NOW, who="slack:U1", token="s3cret")
+        await record(redis, DEFAULT_AUDIT, "a1", "opened", NOW, who="slack:U1", token="s3cret")
     assert await redis.exists(keys.audit("a1")) == 0
 
 
@@ -134,10 +134,10 @@ async def test_a_trail_is_bounded_but_its_end_always_gets_in(redis: Redis) -> No
     await store.create(make_hf("a1"), "fp1", REASON, [])
     refusal = {"who": "slack:U3", "where": "slack", "why": "not_approver"}
     for n in range(MAX_EVENTS + 5):  # someone clicks on and on
-        await record(redis, DEFAULT_POLICY, "a1", "refused", NOW + n / 100, **refusal)
+        await record(redis, DEFAULT_AUDIT, "a1", "refused", NOW + n / 100, **refusal)
     assert await redis.llen(keys.audit("a1")) == MAX_NOISY_EVENTS
     for step in range(MAX_EVENTS):  # the gateway's own events still get in, up to the bound
-        await record(redis, DEFAULT_POLICY, "a1", "escalated", NOW + 1 + step, channel="slack", step=step)
+        await record(redis, DEFAULT_AUDIT, "a1", "escalated", NOW + 1 + step, channel="slack", step=step)
     assert await redis.llen(keys.audit("a1")) == MAX_EVENTS
     await store.finish("a1", accepted(NOW + 100), [], retain=False)
     kinds = [e["event"] for e in await trail(redis, "a1")]
@@ -167,7 +167,7 @@ async def test_export_reads_a_time_range_in_order(redis: Redis) -> None:
 
 
 async def test_the_index_forgets_trails_past_the_retention(redis: Redis) -> None:
-    store = HumanFunctionStore(redis, audit=AuditPolicy(retention_days=1))
+    store = HumanFunctionStore(redis, audit=AuditSettings(retention_days=1))
     await store.create(make_hf("old"), "fp1", REASON, [])
     await store.create(make_hf("new", created=NOW + 2 * 86_400), "fp2", REASON, [])
     assert [text(m) for m in await redis.zrange(keys.AUDIT_INDEX, 0, -1)] == ["new"]
@@ -177,7 +177,7 @@ async def test_shared_counters_are_read_back_by_any_scrape(redis: Redis, redis_u
     await metrics.count(redis, metrics.WEBHOOK_DELIVERIES, "delivered")
     await metrics.count(redis, metrics.WEBHOOK_DELIVERIES, "delivered")
     await metrics.count(redis, metrics.WEBHOOK_DELIVERIES, "failed")
-    await record(redis, DEFAULT_POLICY, "a1", "escalated", NOW, channel="slack", target="C2", step=1)
+    await record(redis, DEFAULT_AUDIT, "a1", "escalated", NOW, channel="slack", target="C2", step=1)
     with pytest.raises(ValueError, match="'humangate_nope' is not a shared counter"):
         await metrics.count(redis, "humangate_nope")
     elsewhere = Redis.from_url(redis_url)  # another process's connection sees the same counts
