@@ -44,7 +44,8 @@ class RuntimeDesk:
         return await self.runtime.store.get(hf_id)
 
     async def started(self, hf: HumanFunction, who: str | None = None) -> HumanFunction:
-        await self.runtime.service.record(hf.id, "opened", who=who or FORM_LINK, where=self.channel)
+        if hf.is_pending:  # looking at an ended request's outcome opens nothing
+            await self.runtime.service.record(hf.id, "opened", who=who or FORM_LINK, where=self.channel)
         return await self.runtime.service.started(hf)
 
     async def refused(self, hf: HumanFunction, who: str, why: str) -> None:
