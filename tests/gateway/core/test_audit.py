@@ -12,9 +12,14 @@ from redis.asyncio import Redis
 from gateway.core import audit, metrics
 from gateway.core import redis_keys as keys
 from gateway.core.audit import DEFAULT_AUDIT, MAX_EVENTS, MAX_NOISY_EVENTS, AuditSettings, record, trail
+from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.queue import JobRecorder
 from gateway.core.redis_client import text
+from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
-from schemas.models import Action, HumanFunction, Outcome, Person, Status
+from schemas.errors import ClosedError, InvalidAnswerError
+from schemas.models import Action, Answer, HumanFunction, Outcome, Person, Status
+from schemas.settings import Settings
 
 NOW = 1_800_000_000.0
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
@@ -191,3 +196,30 @@ async def test_shared_counters_are_read_back_by_any_scrape(redis: Redis, redis_u
     assert found[("humangate_webhook_deliveries_total", ("delivered",))] == 2
     assert found[("humangate_webhook_deliveries_total", ("failed",))] == 1
     assert found[("humangate_escalations_total", ())] == 1
+
+
+async def test_invalid_and_late_answers_are_refused_in_the_trail(redis: Redis, settings: Settings) -> None:
+    service = HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), settings)
+    hf, _ = await service.open(ANONYMOUS_CALLER, "web", "Deploy?", {**SCHEMA, "required": ["ok"]})
+    bo = Person(channel="slack", id="U2", name="bo")
+    with pytest.raises(InvalidAnswerError):
+        await service.answer(
+            hf, Answer(action=Action.ACCEPT, content={"ok": "yes"}, by="bo", via="slack", person=bo)
+        )
+    await service.answer(
+        hf, Answer(action=Action.ACCEPT, content={"ok": True}, by="Ada (U1)", via="slack", person=ADA)
+    )
+    with pytest.raises(ClosedError):
+        await service.answer(hf, Answer(action=Action.DECLINE, by="web form", via="web"))
+    kinds = [(e["event"], e.get("who"), e.get("why")) for e in await trail(redis, hf.id)]
+    assert kinds == [
+        ("created", None, None),
+        ("refused", "slack:U2", "invalid_answer"),
+        ("ended", "slack:U1", None),
+        ("refused", "web form", "already_ended"),
+    ]
+    counts = {text(k): int(v) for k, v in (await redis.hgetall(keys.METRIC_COUNTS)).items()}
+    assert counts == {
+        f"{metrics.REFUSED_ANSWERS}\tinvalid_answer": 1,
+        f"{metrics.REFUSED_ANSWERS}\talready_ended": 1,
+    }
