@@ -23,6 +23,12 @@ inbox answer's ``Person``."""
 NOT_AN_APPROVER = "You are not an approver for this request"
 """What anyone but an approver is told, privately, when they try to answer (nothing changes)."""
 
+NOT_APPROVER = "not_approver"
+"""Why a refusal of someone who is not an approver is written in the audit trail (``Desk.refused``)."""
+
+FORM_LINK = "form link"
+"""The ``who`` of an audit event done through a form link, which names no one."""
+
 WEB_NEEDS_SIGN_IN = (
     "Only its approvers may answer this request, and this gateway has no sign-in for the web form, "
     "so it cannot be answered here. Answer it where it was posted."
@@ -57,6 +63,16 @@ def who_may_answer(hf: HumanFunction) -> str | None:
 
 
 NOT_YOUR_TURN = "It is not your turn: this request waits for {turn} first"
+
+NOT_YOUR_TURN_REASON = "not_your_turn"
+"""The audit trail's ``why`` (and the refused-answers metric's ``reason``) of an answer out of turn."""
+
+
+def refusal_reason(why: str | None) -> str:
+    """The audit trail's ``why`` of a refusal given in ``why``'s words (``None``: not an approver)."""
+    return NOT_APPROVER if why is None or why == NOT_AN_APPROVER else NOT_YOUR_TURN_REASON
+
+
 """What an approver of a sequential request is told, privately, when it is someone else's turn."""
 
 

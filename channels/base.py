@@ -110,8 +110,15 @@ class Desk(Protocol):
         """The Human Function ``hf_id``; raises ``UnknownRequestError`` or ``StoreUnavailableError``."""
         ...
 
-    async def started(self, hf: HumanFunction) -> HumanFunction:
-        """Mark that a person began answering ``hf`` (opened its form or modal)."""
+    async def started(self, hf: HumanFunction, who: str | None = None) -> HumanFunction:
+        """Mark that a person began answering ``hf`` (opened its form or modal), and write it in
+        its audit trail as ``opened`` by ``who`` (as policies name people: ``slack:U1``; ``None``:
+        a form link nobody signed in to) on this channel."""
+        ...
+
+    async def refused(self, hf: HumanFunction, who: str, why: str) -> None:
+        """Write in ``hf``'s audit trail that ``who`` tried to answer on this channel and was
+        refused, and ``why`` (``not_approver``); counted in ``humangate_refused_answers_total``."""
         ...
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:

@@ -1,4 +1,4 @@
-"""The ``humangate`` command: serve, worker, keys, policy, webhooks, doctor."""
+"""The ``humangate`` command: serve, worker, keys, policy, webhooks, doctor, audit."""
 
 from __future__ import annotations
 
@@ -87,6 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     redrive.add_argument("--all", action="store_true", help="every failed delivery")
 
     commands.add_parser("doctor", help="check Redis, every configured channel and the policies' targets")
+
+    audit = commands.add_parser("audit", help="read the requests' audit trails (docs/audit.md)")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    export = audit_commands.add_parser(
+        "export", help="print every event of a time range, oldest first per request"
+    )
+    export.add_argument(
+        "--since", default=None, help="ISO 8601 time of the first event (default: the oldest)"
+    )
+    export.add_argument("--until", default=None, help="ISO 8601 time of the last event (default: now)")
+    export.add_argument(
+        "--format", choices=("jsonl", "csv"), default="jsonl", help="JSON lines or CSV (default: jsonl)"
+    )
     return parser
 
 
@@ -116,6 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gateway.webhook_commands import run as run_webhooks
 
         return run_webhooks(args.webhooks_command, getattr(args, "id", []), getattr(args, "all", False))
+    if args.command == "audit":
+        from gateway.export import run_export
+
+        return run_export(args.since, args.until, args.format)
     return doctor_module.run()
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from channels.approvers import FORM_LINK
 from channels.base import FormLink
 from gateway.core.links import form_url, parse_form_token
 from gateway.core.replay import first_delivery
@@ -45,8 +46,13 @@ class RuntimeDesk:
     async def get(self, hf_id: str) -> HumanFunction:
         return await self.runtime.store.get(hf_id)
 
-    async def started(self, hf: HumanFunction) -> HumanFunction:
+    async def started(self, hf: HumanFunction, who: str | None = None) -> HumanFunction:
+        if hf.is_pending:  # looking at an ended request's outcome opens nothing
+            await self.runtime.service.record(hf.id, "opened", who=who or FORM_LINK, where=self.channel)
         return await self.runtime.service.started(hf)
+
+    async def refused(self, hf: HumanFunction, who: str, why: str) -> None:
+        await self.runtime.service.refused(hf, who, self.channel, why)
 
     async def answer(self, hf: HumanFunction, answer: Answer) -> HumanFunction:
         return await self.runtime.service.answer(hf, answer)

@@ -10,10 +10,12 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.core import redis_check
-from gateway.core.metrics import REGISTRY, SHARED, WAITING_CALLS
+from gateway.core.metrics import REGISTRY, WAITING_CALLS, shared_metrics
 from gateway.core.redis_client import OPERATION_DEADLINE
 from gateway.runtime import Runtime
-from schemas.errors import RETRY_AFTER_SECONDS
+from schemas.errors import RETRY_AFTER_SECONDS, StoreUnavailableError
+
+logger = logging.getLogger(__name__)
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +51,8 @@ async def metrics(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     WAITING_CALLS.set(runtime.events.waiting)
     try:
-        async with asyncio.timeout(OPERATION_DEADLINE):
-            for counter in SHARED:
-                await counter.read(runtime.redis)
-    except Exception as exc:  # a scrape never fails on Redis: the last totals stay
-        logger.info("metrics: shared counters not read (%s: %s)", type(exc).__name__, exc)
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        shared = await shared_metrics(runtime.redis)
+    except StoreUnavailableError as exc:  # this process's own metrics still help diagnose that
+        logger.warning("metrics: the shared counters cannot be read: %s", exc)
+        shared = b""
+    return Response(generate_latest(REGISTRY) + shared, media_type=CONTENT_TYPE_LATEST)

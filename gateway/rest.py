@@ -15,7 +15,8 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 
 from channels.registry import channel_literal
-from gateway.core.callers import Caller, owns
+from gateway.core import audit
+from gateway.core.callers import Caller, digest, owns
 from gateway.core.links import form_url
 from gateway.core.service import check_request
 from gateway.core.store import Opened
@@ -224,3 +225,49 @@ async def withdraw_request(hf_id: str, request: Request, caller: CallerDep) -> R
     runtime = _runtime(request)
     await _own(runtime, hf_id, caller)
     return _view(runtime, await runtime.service.withdraw(hf_id, caller))
+
+
+class AuditEvent(BaseModel):
+    """One event of a request's audit trail (docs/audit.md#events): the fields of its kind only."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    event: str
+    at: str
+    """When, as ISO 8601 (UTC)."""
+
+
+class AuditTrail(BaseModel):
+    id: str
+    events: list[AuditEvent]
+
+
+@router.get(
+    "/requests/{hf_id}/events",
+    response_model=AuditTrail,
+    operation_id="get_request_events",
+    responses=error_responses(401, 404, 422, 503),
+)
+async def get_request_events(
+    hf_id: str,
+    request: Request,
+    caller: CallerDep,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> AuditTrail:
+    """The audit trail of one of your Human Functions (an operator key reads any), oldest first;
+    it outlives the request by ``HUMANGATE_AUDIT_RETENTION`` days."""
+    runtime = _runtime(request)
+    events = await audit.trail(runtime.redis, hf_id)
+    created = next((e for e in events if e.get("event") == "created"), {})
+    mine = bool(created.get("caller")) and created.get("caller") == caller.identity
+    if not events or not (mine or await _is_operator(runtime, caller, authorization)):
+        raise UnknownRequestError(f"no request with id {hf_id!r} for this caller")
+    return AuditTrail(id=hf_id, events=[AuditEvent(**audit.shown(hf_id, e)) for e in events])
+
+
+async def _is_operator(runtime: Runtime, caller: Caller, authorization: str | None) -> bool:
+    if not caller.authenticated or authorization is None:
+        return False
+    key = authorization.strip().partition(" ")[2].strip()
+    return await runtime.keyring.operator_name(digest(key)) is not None

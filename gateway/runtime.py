@@ -12,6 +12,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from channels.registry import CHANNELS
+from gateway.core.audit import audit_settings
 from gateway.core.callers import KeyRing
 from gateway.core.events import Events
 from gateway.core.policies import load_policies
@@ -86,7 +87,12 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
     except RedisNotConfigured as exc:
         raise RuntimeError(f"{exc} (humangate serve starts an embedded Redis)") from None
     redis = async_redis(target)
-    store = HumanFunctionStore(redis, retention=settings.result_retention, replicas=replica_wait(settings))
+    store = HumanFunctionStore(
+        redis,
+        retention=settings.result_retention,
+        replicas=replica_wait(settings),
+        audit=audit_settings(settings),
+    )
     kwargs = {} if clock is None else {"clock": clock}
     webhooks = Webhooks(redis, policies.webhooks, settings.webhook_retry_schedule)
     service = HumanFunctionService(

@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     result_retention: float = Field(3600.0, ge=0)
     """Seconds a person's answer that no client has received yet is kept for the next identical call
     (0: never kept; such a call then asks again)."""
+    audit_retention: float = Field(90.0, gt=0)
+    """Days a request's audit trail is kept after its last event (docs/audit.md)."""
+    audit_answers: bool = True
+    """Whether a request's ``ended`` event keeps the person's answer values (docs/audit.md)."""
     policy_file: Path | None = None
     """The policy file (docs/policies.md); unset: ``./humangate.toml`` when it exists, else none."""
     webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(

@@ -12,6 +12,14 @@ import pytest
 import yaml
 
 from gateway.cli import build_parser
+from gateway.core.metrics import (
+    ESCALATIONS,
+    REFUSED_ANSWERS,
+    REGISTRY,
+    TIME_TO_ANSWER,
+    WEBHOOK_DELIVERIES,
+    SharedCollector,
+)
 from gateway.core.queue import JOB_TIMEOUT
 from schemas.settings import Settings
 
@@ -103,3 +111,24 @@ def test_the_teams_app_package_is_valid_and_names_real_settings() -> None:
         width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
         assert (width, height) == (size, size)
         assert png[25] == 6  # RGBA: the outline is white on transparent
+
+
+def exported_series() -> set[str]:
+    """Every series name ``/metrics`` can show: this process's metrics and the shared ones."""
+    shared = SharedCollector({}, {})
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    return {
+        family.name + suffix
+        for family in [*REGISTRY.collect(), *shared.collect()]
+        for suffix in suffixes[family.type]
+    }
+
+
+def test_the_grafana_dashboard_is_json_and_queries_only_metrics_we_export() -> None:
+    dashboard = json.loads((DEPLOY / "grafana" / "humangate.json").read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    queried = {name for expr in exprs for name in re.findall(r"\bhumangate_[a-z_]+", expr)}
+    assert queried <= exported_series(), queried - exported_series()
+    shown = {re.sub(r"_(bucket|sum|count)$", "", name) for name in queried}
+    assert {TIME_TO_ANSWER, ESCALATIONS, REFUSED_ANSWERS, WEBHOOK_DELIVERIES} <= shown
+    assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])

@@ -21,6 +21,8 @@ from gateway.core.queue import DELIVERY_RETRY_INTERVALS, JOB_TIMEOUT
 from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
+from schemas.settings import Settings
+from workers.happened import happened
 from workers.loop import JobLoop, job_loop
 from workers.steps import update_step_posts
 
@@ -85,6 +87,16 @@ def delivery_note(channel: str, error: DeliveryError, attempt: int, retries_left
     )
 
 
+POSTED_STEP = 0
+"""The step a delivery posts (the first; escalation steps post later ones)."""
+
+
+def posted_to(hf: HumanFunction, settings: Settings) -> str | None:
+    """Where ``hf``'s channel posts it: its policy's target, else the channel's configured one."""
+    setting = CHANNELS[hf.channel].target_setting
+    return hf.target or (None if setting is None else getattr(settings, setting, None))
+
+
 def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:
     return RenderContext(form_url=form_url(loop.settings, hf), now=time.time())
 
@@ -119,6 +131,9 @@ async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
             raise
         return "failed"
     await store.set_refs(hf_id, refs)
+    await happened(
+        loop, hf, "posted", channel=hf.channel, target=posted_to(hf, loop.settings), step=POSTED_STEP
+    )
     if hf.delivery_error:
         await store.note_delivery(hf_id, None)
     logger.info("delivered hf=%s channel=%s attempt=%d", hf_id, hf.channel, attempt)

@@ -11,16 +11,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from channels.registry import CHANNELS
+from gateway.core.audit import audit_settings
+from gateway.core.policies import load_policies
 from gateway.core.redis_client import async_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.replicas import replica_wait
 from gateway.core.store import HumanFunctionStore
+from gateway.core.webhooks import Webhooks
+from schemas.policies import PolicyFileError
 from schemas.settings import Settings, get_settings
+from schemas.webhooks import Webhook
 
 T = TypeVar("T")
 
@@ -37,7 +43,10 @@ class JobLoop:
             async_redis(RedisTarget.of(settings)),
             retention=settings.result_retention,
             replicas=replica_wait(settings),
+            audit=audit_settings(settings),
         )
+        self.webhooks = Webhooks(self.store.redis, _webhooks_of(settings), settings.webhook_retry_schedule)
+        """The policy file's webhooks, told of what happens in jobs (posts, escalations, reminders)."""
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.AsyncExitStack()
         self._loop = asyncio.new_event_loop()
@@ -81,6 +90,16 @@ class JobLoop:
 
 _current: JobLoop | None = None
 _lock = threading.Lock()
+
+
+def _webhooks_of(settings: Settings) -> tuple[Webhook, ...]:
+    """The policy file's webhooks (``humangate worker`` and ``serve`` refuse to start on an invalid
+    file, so one that turned invalid since is read as none, and said so)."""
+    try:
+        return load_policies(settings).webhooks
+    except PolicyFileError as exc:
+        logging.getLogger(__name__).warning("webhooks off in this worker: %s", exc)
+        return ()
 
 
 def job_loop(settings_of: Callable[[], Settings] = get_settings) -> JobLoop:

@@ -24,6 +24,7 @@ from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError, UnknownRequestError
 from schemas.models import HumanFunction
 from schemas.results import duration_text
+from workers.happened import happened
 from workers.loop import JobLoop, job_loop
 
 logger = logging.getLogger(__name__)
@@ -65,20 +66,25 @@ def reminder_text(hf: HumanFunction) -> str:
     return f"Reminder: this request is still waiting for an answer ({left} left). {who}."
 
 
-async def escalated(
-    store: HumanFunctionStore, hf: HumanFunction, index: int, refs: dict[str, object]
-) -> None:
-    """Step ``index`` of ``hf`` posted (at ``refs``): the one place an escalation happens. The audit
-    trail records its ``escalated`` event here (``humangate_escalations_total`` is counted in Redis
-    by ``store.set_step_post``, just before)."""
+async def escalated(loop: JobLoop, hf: HumanFunction, index: int) -> None:
+    """Step ``index`` of ``hf`` posted: the one place an escalation happens. Its audit trail gets
+    the post and the escalation (which counts ``humangate_escalations_total``), and so do the
+    webhooks that want ``request.posted`` or ``request.escalated``."""
     step = hf.steps[index]
     logger.info("escalated hf=%s channel=%s step=%d after=%gs", hf.id, step.channel, index, step.after)
+    where = {"channel": step.channel, "target": step.target, "step": index}
+    await happened(loop, hf, "posted", **where)
+    await happened(loop, hf, "escalated", **where)
 
 
-async def reminded(store: HumanFunctionStore, hf: HumanFunction, index: int, channels: list[str]) -> None:
-    """Reminder ``index`` of ``hf`` went to the threads on ``channels``: the one place a reminder
-    happens (the audit trail records its ``reminded`` event here)."""
-    logger.info("reminded hf=%s channel=%s reminder=%d in=%s", hf.id, hf.channel, index, ",".join(channels))
+async def reminded(loop: JobLoop, hf: HumanFunction, index: int, posts: list[HumanFunction]) -> None:
+    """Reminder ``index`` of ``hf`` went to the threads of ``posts`` (each a post's view): the one
+    place a reminder happens. Its audit trail gets one ``reminded`` per thread, and so do the
+    webhooks that want ``request.reminded``."""
+    channels = ",".join(view.channel for view in posts)
+    logger.info("reminded hf=%s channel=%s reminder=%d in=%s", hf.id, hf.channel, index, channels)
+    for view in posts:
+        await happened(loop, hf, "reminded", channel=view.channel, target=view.target, step=index)
 
 
 def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:
@@ -114,7 +120,7 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
         return "failed"
     hf = hf.model_copy(update={"fired": sorted({*hf.fired, index})})
     await store.set_step_post(hf_id, index, json_refs(view, refs), escalation_text(hf) or "")
-    await escalated(store, hf, index, refs)
+    await escalated(loop, hf, index)
     hf = await store.get(hf_id)
     if not hf.is_pending:  # it ended while we posted: the update job may have missed this post
         await channel.update(step_view(hf, index), _context(hf, loop), client)
@@ -131,12 +137,12 @@ async def _remind(loop: JobLoop, hf_id: str, index: int) -> str:
         client = await loop.client(view.channel)
         try:
             await CHANNELS[view.channel].remind(view, text, client)
-            sent.append(view.channel)
+            sent.append(view)
         except DeliveryError as exc:
             logger.warning("hf=%s channel=%s reminder %d not sent: %s", hf_id, view.channel, index, exc)
     await loop.store.note_reminded(hf_id, text)
-    await reminded(loop.store, hf, index, sent)
-    return f"reminded on {', '.join(sent) or 'nothing'}"
+    await reminded(loop, hf, index, sent)
+    return f"reminded on {', '.join(view.channel for view in sent) or 'nothing'}"
 
 
 async def update_step_posts(loop: JobLoop, hf: HumanFunction) -> int:

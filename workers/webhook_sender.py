@@ -27,7 +27,7 @@ import aiohttp
 import uvloop
 from standardwebhooks import Webhook as Signer
 
-from gateway.core.metrics import count_delivery
+from gateway.core.metrics import WEBHOOK_DELIVERIES, count
 from gateway.core.outbound import RefusedAddressError, refused_literal, webhook_session
 from gateway.core.policies import load_policies
 from gateway.core.redis_client import async_redis
@@ -153,7 +153,7 @@ class WebhookSender:
             logger.exception("webhook delivery %s: attempt not recorded; it is made again later", delivery_id)
             return
         if recorded:
-            count_delivery("retrying" if state == State.PENDING else state)
+            await _count(store, "retrying" if state == State.PENDING else state)
             log = logger.info if state in (State.DELIVERED, State.PENDING) else logger.warning
             log(
                 "webhook %s delivery=%s to %s: %s%s",
@@ -211,3 +211,12 @@ def start_webhook_sender(settings: Settings, target: RedisTarget) -> WebhookSend
     sender = WebhookSender(target, hooks, settings)
     sender.start()
     return sender
+
+
+async def _count(store: WebhookStore, result: str) -> None:
+    """Count one attempt in ``humangate_webhook_deliveries_total{result}`` (shared by every process;
+    a count lost while Redis is away does not fail the delivery)."""
+    try:
+        await count(store.redis, WEBHOOK_DELIVERIES, result)
+    except Exception as exc:
+        logger.info("webhook delivery not counted (%s: %s)", type(exc).__name__, exc)

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.approvers import refusal
+from channels.approvers import refusal, refusal_reason
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.discord.channel import (
@@ -104,9 +104,10 @@ async def _respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
         return _ended(hf)
     if (why := refusal(hf, held(interaction))) is not None:
         logger.info("refused a click hf=%s channel=discord user=%s: %s", hf.id, user_id, why)
+        await desk.refused(hf, f"discord:user:{user_id}", refusal_reason(why))
         return note(why)
     if custom_id.act in (Act.RESPOND, Act.DECLINE):
-        await desk.started(hf)  # opening a modal counts as starting to answer
+        await desk.started(hf, f"discord:user:{user_id}")  # opening a modal counts as starting to answer
     if custom_id.act is Act.RESPOND:
         values = await desk.drafts.load(hf.id, user_id)
         return {"type": MODAL, "data": form_modal(hf, custom_id.arg or 0, values)}

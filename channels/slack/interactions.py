@@ -15,7 +15,7 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from channels.approvers import NOT_AN_APPROVER, refusal
+from channels.approvers import NOT_AN_APPROVER, refusal, refusal_reason
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
@@ -79,6 +79,7 @@ async def handle_click(desk: Desk, payload: Mapping[str, Any]) -> None:
     held = await held_by(desk, hf, user_id_of(payload)) if hf.approvers else []
     if (why := refusal(hf, held)) is not None:
         logger.info("refused a click hf=%s channel=slack user=%s: %s", hf_id, user_id_of(payload), why)
+        await desk.refused(hf, f"slack:{user_id_of(payload)}", refusal_reason(why))
         await tell(response_url, why, hf_id)
         return
     if action_id in _OPENS:
@@ -110,6 +111,7 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
             logger.info(
                 "refused a submission hf=%s channel=slack user=%s: %s", hf_id, user_id_of(payload), why
             )
+            await desk.refused(hf, f"slack:{user_id_of(payload)}", refusal_reason(why))
             return _notice("Not an approver" if why == NOT_AN_APPROVER else "Not your turn", why)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
         answer = answer.model_copy(update={"person": identity(payload), "held": tuple(held)})
@@ -177,7 +179,7 @@ async def tell(response_url: Any, text: str, hf_id: str) -> None:
 async def _open_modal(
     desk: Desk, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
 ) -> None:
-    await desk.started(hf)  # opening a modal counts as starting to answer
+    await desk.started(hf, f"slack:{user_id_of(payload)}")  # opening a modal counts as starting to answer
     view = form_view(hf) if action is None else reason_view(hf, action)
     client: SlackClient = await desk.client()
     try:

@@ -23,7 +23,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.approvers import approves, refusal
+from channels.approvers import approves, refusal, refusal_reason
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
 from channels.budget import within_budget as budget_
@@ -155,15 +155,16 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
     approver = approves(hf, held(activity))
     if action.verb == REFRESH:
         if approver:  # someone who may not answer does not start answering (nothing changes)
-            await desk.started(hf)  # the person has the card in front of them
+            await desk.started(hf, f"teams:{object_id}")  # the person has the card in front of them
         return card_reply(render_card(hf, ctx))
     if hf.is_pending and (why := refusal(hf, held(activity))) is not None:
         logger.info("refused a click hf=%s channel=teams user=%s: %s", hf.id, object_id or "?", why)
+        await desk.refused(hf, f"teams:{object_id}", refusal_reason(why))
         return card_reply(render_card(hf, ctx, notice=why))
     if not hf.is_pending:
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
-        await desk.started(hf)
+        await desk.started(hf, f"teams:{object_id}")
         return card_reply(reason_card(hf))
     await _adopt(desk, hf, activity)
     try:
@@ -186,7 +187,10 @@ async def _submit(desk: Desk, action: CardAction, activity: Mapping[str, Any]) -
     except UnknownRequestError:
         return
     object_id, _ = person(activity)
-    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and refusal(hf, held(activity)) is None
+    why = refusal(hf, held(activity)) if hf.is_pending else None
+    if why is not None:
+        await desk.refused(hf, f"teams:{object_id}", refusal_reason(why))
+    allowed = is_allowed(object_id, desk.settings.teams_allowed_users) and why is None
     if not allowed or not hf.is_pending or action.verb not in ANSWERS:
         logger.info("submit changed nothing hf=%s channel=teams user=%s", hf.id, object_id or "?")
         return

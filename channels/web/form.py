@@ -33,10 +33,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.approvers import (
+    FORM_LINK,
     NOT_AN_APPROVER,
     WEB_NEEDS_SIGN_IN,
     approvals_text,
     refusal,
+    refusal_reason,
     turn_text,
     who_may_answer,
 )
@@ -202,7 +204,7 @@ async def show_form(request: Request, inbound: Inbound, desk: Desk) -> Response:
         return hf
     if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
         return refused
-    hf = await desk.started(hf)  # opening the form counts as starting to answer
+    hf = await desk.started(hf, held_by(person) if person else None)  # opening it starts answering
     notice = RECORDED_NOTICE if request.query_params.get("done") == "1" and not hf.is_pending else None
     html = render_page(hf, _context(desk, hf), nonce=nonce, notice=notice, person=person)
     return page_response(html, nonce)
@@ -232,8 +234,10 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     if isinstance(hf, Response):
         return hf
     if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
-        who = f"{person.channel}:{person.id}" if person else "nobody signed in"
-        logger.info("refused a form answer hf=%s channel=web by=%s: not an approver", hf.id, who)
+        who = held_by(person) if person else FORM_LINK
+        why = refusal(hf, [who]) if person else None
+        logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, why or "not an approver")
+        await desk.refused(hf, who, refusal_reason(why))
         return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}

@@ -98,6 +98,17 @@ def render_sign_in(nonce: str, *, error: str | None = None, sign_in_link: str | 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TrailRow:
+    """One event of a request's audit trail as the inbox lists it."""
+
+    at: str
+    """ISO 8601."""
+    event: str
+    details: str
+    """Its fields in words (``who: slack:U1 · where: slack``)."""
+
+
 def render_inbox(
     nonce: str,
     *,
@@ -112,11 +123,13 @@ def render_inbox(
     errors: Mapping[str, str] | None = None,
     reason: str = "",
     notice: str | None = None,
+    trail: Sequence[TrailRow] = (),
 ) -> str:
     """The inbox: pending requests, soonest deadline first, and ``current`` (its form while pending,
-    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended).
-    ``sign_out`` is where the Sign out button posts; ``only_theirs`` says the list holds only the
-    requests the signed-in person is an approver of (a person signed in to the web, not an operator)."""
+    refilled with ``values`` and ``errors`` after a refused answer; its outcome once ended) with
+    its audit ``trail``. ``sign_out`` is where the Sign out button posts; ``only_theirs`` says the
+    list holds only the requests the signed-in person is an approver of (a person signed in to the
+    web, not an operator)."""
     errors = dict(errors or {})
     fields, summary = form_parts(current, values, errors) if current and current.is_pending else ([], [])
     ended = outcome_summary(current) if current is not None else None
@@ -146,4 +159,5 @@ def render_inbox(
         shown=[Shown(label, value) for label, value in answered_values(current)] if current else [],
         notice=notice,
         shortcuts=SHORTCUTS,
+        trail=trail,
     )

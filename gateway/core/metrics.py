@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import collections
+from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
+from gateway.core.redis_client import store_operation, text
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """Our own registry, so tests that build several apps in one process do not collide."""
@@ -25,39 +27,85 @@ LIMITED = Counter(
     registry=REGISTRY,
 )
 
-DELIVERY_RESULTS: collections.Counter[str] = collections.Counter()
-"""Webhook delivery attempts by result, in this process. A stand-in: the audit work turns
-``count_delivery`` into ``humangate_webhook_deliveries_total{result}``."""
+
+# Shared metrics: events that happen in any process (a worker's webhook delivery, a gateway's
+# ending) are counted in Redis and read back at each scrape of ``/metrics``, so every process
+# serves the same true totals (``shared_metrics``).
+
+TIME_TO_ANSWER = "humangate_time_to_answer_seconds"
+ESCALATIONS = "humangate_escalations_total"
+REFUSED_ANSWERS = "humangate_refused_answers_total"
+WEBHOOK_DELIVERIES = "humangate_webhook_deliveries_total"
+
+TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 12 * 3600, 24 * 3600)
+"""Upper bounds (seconds) of ``humangate_time_to_answer_seconds``: from a quick click to a day."""
+
+COUNTERS: dict[str, tuple[str, str]] = {
+    ESCALATIONS: ("", "Escalations to a request's next step"),
+    REFUSED_ANSWERS: ("reason", "Answers refused: not_approver, invalid_answer, already_ended"),
+    WEBHOOK_DELIVERIES: ("result", "Webhook delivery attempts, by result"),
+}
+"""Each shared counter: its one label (``""``: none) and its help."""
 
 
-def count_delivery(result: str) -> None:
-    """Count one webhook delivery attempt: ``delivered``, ``retrying``, ``gone`` or ``failed``."""
-    DELIVERY_RESULTS[result] += 1
+def counter_field(metric: str, value: str = "") -> str:
+    """The field of ``keys.METRIC_COUNTS`` that counts ``metric`` with label value ``value``."""
+    if metric not in COUNTERS:
+        raise ValueError(f"{metric!r} is not a shared counter; the counters are {sorted(COUNTERS)}")
+    return f"{metric}\t{value}"
 
 
-class SharedCounter:
-    """A counter kept in Redis because worker processes count it (a worker serves no ``/metrics``):
-    every gateway process reads it when scraped (``read``) and shows the installation's total, the
-    same on each process (aggregate with ``max``, not ``sum``)."""
-
-    def __init__(self, name: str, documentation: str, key: str) -> None:
-        self.name, self.documentation, self.key = name, documentation, key
-        self.value = 0.0
-        REGISTRY.register(self)
-
-    def collect(self) -> list[CounterMetricFamily]:
-        return [CounterMetricFamily(self.name, self.documentation, value=self.value)]
-
-    async def read(self, redis: Redis) -> None:
-        """Take the current total from Redis (kept as it was when Redis does not answer)."""
-        value = await redis.get(self.key)
-        self.value = float(value or 0)
+@store_operation
+async def count(redis: Redis, metric: str, value: str = "") -> None:
+    """Count one more ``metric`` across every process, e.g.
+    ``await count(redis, WEBHOOK_DELIVERIES, "delivered")``."""
+    await redis.hincrby(keys.METRIC_COUNTS, counter_field(metric, value), 1)
 
 
-ESCALATIONS = SharedCounter(
-    "humangate_escalations",
-    "Escalation steps posted (docs/escalation.md), by every worker of the installation",
-    keys.ESCALATIONS_COUNT,
-)
-SHARED = [ESCALATIONS]
-"""Counters the gateway reads from Redis at each scrape (``gateway.health``)."""
+class SharedCollector(Collector):
+    """The shared metrics as read from Redis for one scrape."""
+
+    def __init__(self, times: dict[str, str], counts: dict[str, str]) -> None:
+        self.times = times
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        histogram = HistogramMetricFamily(
+            TIME_TO_ANSWER,
+            "Seconds from a request's creation to its end, by channel, policy and outcome",
+            labels=["channel", "policy", "outcome"],
+        )
+        series: dict[tuple[str, str, str], dict[str, float]] = {}
+        for field, value in self.times.items():
+            channel, policy, outcome, part = field.split("\t")
+            series.setdefault((channel, policy, outcome), {})[part] = float(value)
+        for labels, parts in sorted(series.items()):
+            running, buckets = 0.0, []
+            for bound in (*(str(b) for b in TIME_TO_ANSWER_BUCKETS), "+Inf"):
+                running += parts.get(bound, 0.0)
+                buckets.append((bound, running))
+            histogram.add_metric(list(labels), buckets, parts.get("sum", 0.0))
+        yield histogram
+        for metric, (label, help_text) in COUNTERS.items():
+            family = CounterMetricFamily(metric, help_text, labels=[label] if label else [])
+            for field, value in sorted(self.counts.items()):
+                name, _, label_value = field.partition("\t")
+                if name == metric:
+                    family.add_metric([label_value] if label else [], float(value))
+            yield family
+
+
+@store_operation
+async def shared_metrics(redis: Redis) -> bytes:
+    """The shared metrics in Prometheus's text format, read from Redis now."""
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.hgetall(keys.METRIC_TIMES)
+        pipe.hgetall(keys.METRIC_COUNTS)
+        times, counts = await pipe.execute()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        SharedCollector(
+            {text(k): text(v) for k, v in times.items()}, {text(k): text(v) for k, v in counts.items()}
+        )
+    )
+    return generate_latest(registry)

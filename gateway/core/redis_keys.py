@@ -225,6 +225,24 @@ reminder (and any other kind of work a worker does later) not fired yet (``gatew
 No TTL: members leave when a worker fires them, or when their request has ended by then."""
 
 
-ESCALATIONS_COUNT = f"{PREFIX}:metrics:escalations"
-"""String: how many escalation steps have posted, counted by whichever worker posted them, for
-``humangate_escalations_total`` (every gateway process reads it at ``/metrics``). No TTL."""
+AUDIT_PREFIX = f"{PREFIX}:audit:{{"
+
+
+def audit(hf_id: str) -> str:
+    """List: the audit trail of one Human Function, one compact JSON event per entry, appended only
+    (``gateway.core.audit``). TTL: ``HUMANGATE_AUDIT_RETENTION`` days after its last event."""
+    return f"{AUDIT_PREFIX}{hf_id}}}"
+
+
+AUDIT_INDEX = f"{PREFIX}:audit-index"
+"""Sorted set: id -> time of its trail's last event (seconds), so an export by time range reads only
+the trails it needs. No TTL: members older than the retention leave on each new request."""
+
+METRIC_TIMES = f"{PREFIX}:metrics:time-to-answer"
+"""Hash: ``humangate_time_to_answer_seconds`` of every process, ``<channel>\\t<policy>\\t<outcome>\\t<field>``
+-> count (a bucket's index, or ``count``) or sum of seconds (``sum``), written by the scripts that end
+requests (``gateway.core.metrics``). No TTL: counters live as long as Redis does."""
+
+METRIC_COUNTS = f"{PREFIX}:metrics:counts"
+"""Hash: the counters that worker and gateway processes share, ``<metric>\\t<label value>`` -> count
+(``gateway.core.metrics.count``). No TTL: counters live as long as Redis does."""

@@ -17,6 +17,7 @@ from typing import Any
 from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, turns_held
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
+from gateway.core import audit
 from gateway.core.callers import Caller, owns
 from gateway.core.escalation import planned_steps, schedule_commands, update_channel
 from gateway.core.metrics import ENDED, LIMITED
@@ -28,7 +29,9 @@ from gateway.core.validation import validate_answer_off_loop
 from gateway.core.webhooks import NO_WEBHOOKS, Webhooks
 from schemas.errors import (
     ApprovalRefusedError,
+    ClosedError,
     ExpiredError,
+    InvalidAnswerError,
     InvalidRequestError,
     NotAnApproverError,
     RateLimitedError,
@@ -219,8 +222,12 @@ class HumanFunctionService:
         it is still pending is decided atomically by the store, so it need not be read again."""
         content = None
         if answer.action is Action.ACCEPT:
-            content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
-            check_other_fields(hf.other_fields, content)
+            try:
+                content = await validate_answer_off_loop(hf.request_schema, answer.content or {})
+                check_other_fields(hf.other_fields, content)
+            except InvalidAnswerError:
+                await self._refused(hf, answer, "invalid_answer")
+                raise
         if hf.counts_approvals:
             return await self._approve(hf, answer, content)
         outcome = Outcome(
@@ -233,8 +240,13 @@ class HumanFunctionService:
             at=self.clock(),
             person=answer.person,
         )
-        hf = await self._end(hf, outcome, retain=True)
+        try:
+            hf = await self._end(hf, outcome, retain=True)
+        except ClosedError:
+            await self._refused(hf, answer, "already_ended")
+            raise
         if hf.status is Status.EXPIRED:
+            await self._refused(hf, answer, "already_ended")
             raise ExpiredError("this request expired before the answer arrived")
         who = answer.person
         logger.info(
@@ -256,6 +268,7 @@ class HumanFunctionService:
         answer. An answer no platform attributes to a person never counts."""
         person = answer.person
         if person is None:
+            await self._refused(hf, answer, "not_approver")
             raise NotAnApproverError(NOT_AN_APPROVER)
         now = self.clock()
         outcome = Outcome(
@@ -289,15 +302,20 @@ class HumanFunctionService:
                 person.id,
                 exc,
             )
+            await self._refused(hf, answer, "not_your_turn" if exc.turn is not None else "already_approved")
             if exc.turn is not None and exc.turn < len(hf.approvers):
                 raise ApprovalRefusedError(
                     NOT_YOUR_TURN.format(turn=hf.approvers[exc.turn]), exc.turn
                 ) from None
             raise
+        except ClosedError:
+            await self._refused(hf, answer, "already_ended")
+            raise
         if after.status is Status.EXPIRED:
+            await self._refused(hf, answer, "already_ended")
             raise ExpiredError("this request expired before the answer arrived")
         if approval is not None:
-            await self.approved(after, approval)
+            await self.approved(after, approval, answer.via)
         logger.info(
             "answered hf=%s channel=%s via=%s action=%s by=%s:%s approvals=%d/%d",
             hf.id,
@@ -311,10 +329,14 @@ class HumanFunctionService:
         )
         return after
 
-    async def approved(self, hf: HumanFunction, approval: Approval) -> None:
+    async def approved(self, hf: HumanFunction, approval: Approval, where: str) -> None:
         """One approval of a request needing several was recorded (``hf`` as it is now: still
         pending, or accepted when this was the last one needed). The one place an ``approved``
-        event happens: the audit trail records it here (SPEC 13)."""
+        event happens: its audit trail and the ``request.approved`` webhooks hear of it here."""
+        who = f"{approval.by.get('channel')}:{approval.by.get('id')}"
+        detail = {"who": who, "where": where, "count": len(hf.approvals), "of": hf.approvals_needed}
+        await self.record(hf.id, "approved", **detail)
+        await self.webhooks.announce("request.approved", hf, detail)
         logger.info(
             "approved hf=%s channel=%s by=%s:%s (%d of %d)",
             hf.id,
@@ -386,6 +408,19 @@ class HumanFunctionService:
         a policy with ``on_timeout = "decline"``, declined, "No answer within ... (policy ...)"."""
         action = Action.DECLINE if hf.on_timeout == "decline" else Action.CANCEL
         return expired_outcome(ending_reason(hf, hf.timeout_seconds), self.clock(), action)
+
+    async def record(self, hf_id: str, event: audit.Event, **fields: Any) -> None:
+        """Append ``event`` to ``hf_id``'s audit trail, now (``gateway.core.audit.record``)."""
+        await audit.record(self.store.redis, self.store.audit, hf_id, event, self.clock(), **fields)
+
+    async def refused(self, hf: HumanFunction, who: str | None, where: str, why: str) -> None:
+        """Someone's answer to ``hf`` was refused and changed nothing: its audit trail and the
+        ``request.refused`` webhooks hear of it (``humangate_refused_answers_total{reason}`` counts it)."""
+        await self.record(hf.id, "refused", who=who, where=where, why=why)
+        await self.webhooks.announce("request.refused", hf, {"who": who, "where": where, "why": why})
+
+    async def _refused(self, hf: HumanFunction, answer: Answer, why: audit.Why) -> None:
+        await self.refused(hf, audit.who_of(answer.person, answer.by), answer.via, why)
 
     async def _end(
         self,

@@ -21,6 +21,8 @@ from redis.exceptions import NoScriptError
 
 from gateway.core import redis_keys as keys
 from gateway.core import store_scripts as scripts
+from gateway.core.audit import DEFAULT_AUDIT, AuditSettings, created_event, ended_event
+from gateway.core.metrics import TIME_TO_ANSWER_BUCKETS
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
 from gateway.core.replicas import ReplicaWait
@@ -58,6 +60,9 @@ class Limits:
     """Requests pending at once."""
     kept_bytes: int = 1 << 60
     """Bytes of requests (and their answers) kept in Redis at once, until their keys expire."""
+
+
+_BUCKETS = [str(bound) for bound in TIME_TO_ANSWER_BUCKETS]
 
 
 class Opened(enum.Enum):
@@ -114,9 +119,18 @@ def _doc(hf: HumanFunction) -> str:
 class HumanFunctionStore:
     """All reads and writes of Human Functions; every key it writes has a TTL."""
 
-    def __init__(self, redis: Redis, *, retention: float = 0.0, replicas: ReplicaWait | None = None) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        retention: float = 0.0,
+        replicas: ReplicaWait | None = None,
+        audit: AuditSettings = DEFAULT_AUDIT,
+    ) -> None:
         self.redis = redis
         self.retention = retention
+        self.audit = audit
+        """How the trails the scripts write are kept (``gateway.core.audit``)."""
         self.replicas = replicas
         """``WAIT`` for replicas after the writes that must survive a failover (``gateway.core.replicas``)."""
         self._create = redis.register_script(scripts.CREATE)
@@ -164,6 +178,8 @@ class HumanFunctionStore:
             now_ms=int(hf.created_at * 1000),
             kept_budget=limits.kept_bytes,
             kept_size=size,
+            audit_event=created_event(hf),
+            audit_keep_ms=self.audit.keep_ms,
         )
         if hf.full_deadline is not None:
             args["full_deadline"] = repr(hf.full_deadline)
@@ -184,6 +200,8 @@ class HumanFunctionStore:
                 keys.EVENTS,
                 keys.kept(hf.owner),
                 keys.kept_bytes(hf.owner),
+                keys.audit(hf.id),
+                keys.AUDIT_INDEX,
             ],
             [scripts.json_argument(args), *flatten(delivery)],
         )
@@ -257,6 +275,9 @@ class HumanFunctionStore:
             owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
             owned_kept_prefix=keys.KEPT_PREFIX,
             owned_kept_bytes_prefix=keys.KEPT_BYTES_PREFIX,
+            audit_event=ended_event(outcome, self.audit.answers),
+            audit_keep_ms=self.audit.keep_ms,
+            buckets=_BUCKETS,
         )
         if turns is not None:
             args["turns"] = turns
@@ -265,7 +286,15 @@ class HumanFunctionStore:
         result = await self._replicated(
             "an answer" if replicated else None,
             self._finish,
-            [keys.human_function(hf_id), keys.PENDING, keys.EVENTS, keys.UNSYNCED],
+            [
+                keys.human_function(hf_id),
+                keys.PENDING,
+                keys.EVENTS,
+                keys.UNSYNCED,
+                keys.audit(hf_id),
+                keys.AUDIT_INDEX,
+                keys.METRIC_TIMES,
+            ],
             [scripts.json_argument(args), *flatten(update)],
         )
         verdict, detail = text(result[0]), result[1]
@@ -290,9 +319,13 @@ class HumanFunctionStore:
             attach_prefix=keys.ATTACH_PREFIX,
             events_keep_seconds=keys.EVENTS_KEEP_SECONDS,
             owned_pending_prefix=keys.OWNED_PENDING_PREFIX,
+            audit_prefix=keys.AUDIT_PREFIX,
+            audit_keep_ms=self.audit.keep_ms,
+            buckets=_BUCKETS,
         )
         due, expired, flat, ended = await self._reap(
-            keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED], args=[scripts.json_argument(args)]
+            keys=[keys.PENDING, keys.EVENTS, keys.UNSYNCED, keys.AUDIT_INDEX, keys.METRIC_TIMES],
+            args=[scripts.json_argument(args)],
         )
         pairs = [(text(i), text(c)) for i, c in zip(flat[::2], flat[1::2], strict=True)]
         return Reaped(int(due), int(expired), pairs, [text(i) for i in ended])
@@ -313,7 +346,6 @@ class HumanFunctionStore:
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(keys.human_function(hf_id), step_post_field(index), post)
             pipe.xadd(keys.EVENTS, {"id": hf_id, "escalated": escalated})
-            pipe.incr(keys.ESCALATIONS_COUNT)  # humangate_escalations_total
             await pipe.execute()
 
     @store_operation

@@ -121,6 +121,41 @@ least ``needed`` bytes will have been released; ``keep_bytes`` counts ``size`` m
 ``expiry``. Both keys live as long as their latest member."""
 
 
+AUDIT = """
+local function audit(key, index, keep_ms, id, at, event)
+  redis.call('RPUSH', key, event)
+  redis.call('PEXPIRE', key, keep_ms)
+  redis.call('ZADD', index, at, id)
+end
+
+local function expired_event(at, reason)
+  return cjson.encode({event = 'ended', at = tonumber(at), outcome = 'expired', reason = reason})
+end
+
+local function count_answer(key, buckets, doc, status, at)
+  local d = cjson.decode(doc)
+  local seconds = tonumber(at) - tonumber(d.created_at)
+  if seconds < 0 then seconds = 0 end
+  local policy = d.policy
+  if type(policy) ~= 'string' then policy = '' end
+  local prefix = d.channel .. '\\t' .. policy .. '\\t' .. status .. '\\t'
+  local le = '+Inf'
+  for _, bound in ipairs(buckets) do
+    if seconds <= tonumber(bound) then
+      le = bound
+      break
+    end
+  end
+  redis.call('HINCRBY', key, prefix .. le, 1)
+  redis.call('HINCRBYFLOAT', key, prefix .. 'sum', string.format('%.3f', seconds))
+end
+"""
+"""Lua helpers of the audit trail and the shared metrics: ``audit`` appends one event to a trail
+(kept ``keep_ms`` after it) and moves the trail's place in the time index; ``expired_event`` is the
+``ended`` event of a request its deadline ended; ``count_answer`` counts one ending in
+``humangate_time_to_answer_seconds`` (``gateway.core.metrics``), from the request's ``doc``."""
+
+
 class CreateArgs(TypedDict):
     """``ARGV[1]`` of ``CREATE``."""
 
@@ -156,15 +191,20 @@ class CreateArgs(TypedDict):
     """Only for a request that counts approvals: how many distinct approvers must accept."""
     expire_action: NotRequired[str]
     """Only under ``on_timeout = "decline"``: ``decline``, the action its timeout ends with."""
+    audit_event: str
+    """Its ``created`` event (``gateway.core.audit``)."""
+    audit_keep_ms: int
+    """How long its trail is kept after its last event."""
 
 
 CREATE = (
     RUN_COMMANDS
     + KEPT_BYTES
+    + AUDIT
     + """
 -- KEYS: 1 the new hash, 2 the attach key, 3 the pending index, 4 the owner's rate window,
 --       5 the owner's pending requests, 6 the events stream, 7 the owner's kept requests,
---       8 the owner's kept bytes.
+--       8 the owner's kept bytes, 9 its audit trail, 10 the audit index.
 -- ARGV: 1 CreateArgs (JSON), 2.. the delivery job's commands.
 -- An identical pending request is re-attached to; an identical one a person answered and no client
 -- has received yet is handed out once (then marked returned, until the call's client turns out to
@@ -221,6 +261,9 @@ redis.call('SET', KEYS[2], a.id, 'PXAT', a.attach_expiry_ms)
 redis.call('ZADD', KEYS[3], a.deadline, a.id)
 -- Heard by the inbox (a new request to show); the entries of endings keep the stream trimmed.
 redis.call('XADD', KEYS[6], '*', 'id', a.id, 'created', '1')
+-- Trails past the retention leave the index as new requests come.
+redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', (now - a.audit_keep_ms) / 1000)
+audit(KEYS[9], KEYS[10], a.audit_keep_ms, a.id, now / 1000, a.audit_event)
 run_commands(ARGV, 2)
 return {'created', {}}
 """
@@ -258,6 +301,11 @@ class FinishArgs(TypedDict):
     (``<channel>:<id>``); a second acceptance by them is refused (``{'repeat'}``)."""
     approval: NotRequired[str]
     """With ``approver``: the approval's JSON, stored as ``approval:<n>``."""
+    audit_event: str
+    """Its ``ended`` event for ``outcome`` (the script writes its own if it expires instead)."""
+    audit_keep_ms: int
+    buckets: list[str]
+    """``gateway.core.metrics.TIME_TO_ANSWER_BUCKETS`` as text."""
 
 
 FINISH = (
@@ -266,19 +314,23 @@ FINISH = (
     + EXPIRED_OUTCOME
     + WITH_APPROVALS
     + KEPT_BYTES
+    + AUDIT
     + """
--- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index.
+-- KEYS: 1 the hash, 2 the pending index, 3 the events stream, 4 the unsynced index, 5 its audit
+--       trail, 6 the audit index, 7 the time-to-answer metric.
 -- ARGV: 1 FinishArgs (JSON), 2.. the update job's commands (run only when a message may exist:
 --       references recorded, or a delivery started).
 -- Any other ending asked for at or after the deadline is an expiry.
 local a = cjson.decode(ARGV[1])
 local f = redis.call('HMGET', KEYS[1],
-  'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason', 'expire_action')
+  'status', 'deadline', 'fingerprint', 'refs', 'attempts', 'owner', 'expire_reason', 'expire_action',
+  'doc')
 if not f[1] then return {'missing', ''} end
 if f[1] ~= 'pending' then return {f[1], redis.call('HGET', KEYS[1], 'outcome') or ''} end
-local status, outcome, retain = a.status, a.outcome, a.retain_ms
+local status, outcome, retain, event = a.status, a.outcome, a.retain_ms, a.audit_event
 if status ~= 'expired' and tonumber(a.now) >= tonumber(f[2]) then
   status, outcome, retain = 'expired', expired_outcome(cjson.decode(a.expired), f[7], f[8]), 0
+  event = expired_event(a.now, cjson.decode(outcome).reason)
 end
 -- Approvals (docs/state-machine.md#approvals): a sequential request takes answers only from the
 -- approver whose turn it is; each acceptance is recorded once per person, and ends the request only
@@ -303,6 +355,8 @@ if status == 'accepted' and a.approver then
 end
 outcome = with_approvals(KEYS[1], outcome)
 redis.call('HSET', KEYS[1], 'status', status, 'outcome', outcome, 'ended_at', a.now)
+audit(KEYS[5], KEYS[6], a.audit_keep_ms, a.id, tonumber(a.now), event)
+count_answer(KEYS[7], a.buckets, f[9], status, a.now)
 redis.call('ZREM', KEYS[2], a.id)
 if f[6] then
   redis.call('ZREM', a.owned_pending_prefix .. f[6] .. '}', a.id)
@@ -353,14 +407,20 @@ class ReapArgs(TypedDict):
     attach_prefix: str
     events_keep_seconds: int
     owned_pending_prefix: str
+    audit_prefix: str
+    """``redis_keys.AUDIT_PREFIX``, to name each ended request's trail."""
+    audit_keep_ms: int
+    buckets: list[str]
 
 
 REAP = (
     EVENTS_MIN_ID
     + EXPIRED_OUTCOME
     + WITH_APPROVALS
+    + AUDIT
     + """
--- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index.
+-- KEYS: 1 the pending index, 2 the events stream, 3 the unsynced index, 4 the audit index, 5 the
+--       time-to-answer metric.
 -- ARGV: 1 ReapArgs (JSON).
 -- Returns {how many index entries were due, how many ended here, then id and channel of each of
 -- those whose message needs updating, then the id of each one ended here}.
@@ -382,6 +442,9 @@ for _, id in ipairs(ids) do
     table.insert(ended, id)
     local outcome = with_approvals(key, expired_outcome(template, f[5], f[8]))
     redis.call('HSET', key, 'status', 'expired', 'outcome', outcome, 'ended_at', a.now)
+    audit(a.audit_prefix .. id .. '}', KEYS[4], a.audit_keep_ms, id, tonumber(a.now),
+      expired_event(a.now, f[5] or template.reason))
+    if f[6] then count_answer(KEYS[5], a.buckets, f[6], 'expired', a.now) end
     if f[2] then
       local attach = a.attach_prefix .. f[2] .. '}'
       if redis.call('GET', attach) == id then redis.call('DEL', attach) end
@@ -491,3 +554,32 @@ end
 return 1
 """
 """Reserve a slot for a new MCP session of one caller within its cap, atomically; 1 if reserved."""
+
+
+class RecordArgs(TypedDict):
+    """``ARGV[1]`` of ``RECORD``."""
+
+    id: str
+    event: str
+    """The event's JSON (``gateway.core.audit.event_json``)."""
+    at: float
+    """When (seconds since epoch): its trail's place in the index."""
+    keep_ms: int
+    max_events: int
+    """Longest a trail grows through ``RECORD`` (the scripts that end a request always append)."""
+    counter: str
+    """The shared counter's field this event counts (``gateway.core.metrics``); '' none."""
+
+
+RECORD = """
+-- KEYS: 1 the trail, 2 the audit index, 3 the shared counters. ARGV: 1 RecordArgs (JSON).
+-- Counts the event, then appends it unless the trail is full: 1 if appended.
+local a = cjson.decode(ARGV[1])
+if a.counter ~= '' then redis.call('HINCRBY', KEYS[3], a.counter, 1) end
+if redis.call('LLEN', KEYS[1]) >= a.max_events then return 0 end
+redis.call('RPUSH', KEYS[1], a.event)
+redis.call('PEXPIRE', KEYS[1], a.keep_ms)
+redis.call('ZADD', KEYS[2], a.at, a.id)
+return 1
+"""
+"""Append one event to a request's audit trail (``gateway.core.audit.record``), bounded."""

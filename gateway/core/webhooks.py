@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,9 +58,16 @@ def event_data(hf: HumanFunction) -> dict[str, Any]:
     return data
 
 
-def event_body(event_type: str, hf: HumanFunction, now: float) -> str:
-    """The JSON body of one event (Standard Webhooks' ``type``, ``timestamp``, ``data``)."""
-    body = {"type": event_type, "timestamp": iso(now), "data": event_data(hf)}
+def event_body(
+    event_type: str, hf: HumanFunction, now: float, detail: Mapping[str, Any] | None = None
+) -> str:
+    """The JSON body of one event (Standard Webhooks' ``type``, ``timestamp``, ``data``); ``detail``,
+    the event's own fields as its audit trail has them (who was refused and why, which step posted
+    where), is ``data.event``."""
+    data = event_data(hf)
+    if detail:
+        data["event"] = dict(detail)
+    body = {"type": event_type, "timestamp": iso(now), "data": data}
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -78,15 +85,18 @@ class Webhooks:
         self.clock = clock
         self.store = WebhookStore(redis, schedule) if redis is not None and hooks else None
 
-    async def announce(self, event_type: str, hf: HumanFunction) -> None:
-        """Queue event ``event_type`` about ``hf`` for every webhook that wants it."""
+    async def announce(
+        self, event_type: str, hf: HumanFunction, detail: Mapping[str, Any] | None = None
+    ) -> None:
+        """Queue event ``event_type`` about ``hf`` (with ``detail``, see ``event_body``) for every
+        webhook that wants it."""
         urls = [hook.url for hook in self.hooks if hook.wants(event_type)]
         if not urls or self.store is None:
             return
         now = self.clock()
         event_id = new_event_id()
         try:
-            await self.store.queue(event_id, event_type, event_body(event_type, hf, now), urls, now)
+            await self.store.queue(event_id, event_type, event_body(event_type, hf, now, detail), urls, now)
         except Exception as exc:  # a lost event must not fail the request it is about
             logger.warning(
                 "could not queue webhook event %s hf=%s channel=%s: %s", event_type, hf.id, hf.channel, exc

@@ -37,6 +37,7 @@ from channels.approvers import (
     approvals_text,
     approves,
     refusal,
+    refusal_reason,
     turn_text,
     who_may_answer,
 )
@@ -44,6 +45,7 @@ from channels.display import sentence_case
 from channels.pages import (
     INBOX_VIA,
     MAX_FORM_FIELDS,
+    TrailRow,
     answered_by,
     item_of,
     new_nonce,
@@ -58,6 +60,7 @@ from channels.pages import (
     render_unavailable_page,
     verify_same_origin,
 )
+from gateway.core import audit
 from gateway.inbox.feed import LIST_LIMIT, MAX_STREAMS_PER_PROCESS, STREAMS, live_updates
 from gateway.inbox.sessions import (
     COOKIE,
@@ -169,6 +172,7 @@ async def _inbox_page(
 ) -> HTMLResponse:
     runtime = _runtime(request)
     items = [item_of(hf) for hf in await runtime.store.pending(LIST_LIMIT) if session.sees(hf)]
+    trail = [] if current is None else await audit.trail(runtime.redis, current.id)
     html = render_inbox(
         nonce,
         operator=session.operator,
@@ -182,6 +186,7 @@ async def _inbox_page(
         errors=errors,
         reason=reason,
         notice=notice,
+        trail=[TrailRow(audit.iso(e["at"]), e["event"], audit.details(e)) for e in trail],
     )
     return _page(html, nonce, status)
 
@@ -295,6 +300,8 @@ async def show_request(request: Request, hf_id: str) -> Response:
         hf = await _request_of(request, hf_id, session, nonce)
         if isinstance(hf, Response):
             return hf
+        if hf.is_pending:
+            await _runtime(request).service.record(hf.id, "opened", who=session.holder, where=INBOX_VIA)
         if approves(hf, [session.holder]):  # only who may answer starts answering
             hf = await _runtime(request).service.started(hf)  # opening the form counts as starting to answer
         lines = [approvals_text(hf), turn_text(hf)] + ([who_may_answer(hf)] if hf.is_pending else [])
@@ -339,6 +346,7 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
             session.holder,
             "not an approver" if why == NOT_AN_APPROVER else why,
         )
+        await runtime.service.refused(hf, session.holder, INBOX_VIA, refusal_reason(why))
         return await _inbox_page(request, session, nonce, hf, status=403, notice=why + ".")
     try:
         answer = parse_form(hf, values)

@@ -20,9 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
-from channels.approvers import NOT_AN_APPROVER
+from channels.approvers import FORM_LINK, NOT_AN_APPROVER
 from channels.base import Endpoint
 from channels.registry import CHANNELS
+from gateway.core.audit import trail, who_of
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.runtime import Runtime
 from schemas.models import Action, Answer, HumanFunction, Person, Status
@@ -307,6 +308,21 @@ APPROVERS: dict[str, list[str]] = {
 """The policy's approvers per channel, naming the driver's approver (by group, role or id)."""
 
 
+REFUSED = {
+    "slack": "slack:U3",
+    "discord": f"discord:user:{DISCORD_ADA.id}",
+    "teams": f"teams:{TEAMS_ADA.aad_id}",
+    "web": FORM_LINK,
+}
+"""Who the audit trail says was refused: the someone else of ``as_person``, as policies name people."""
+
+
+def target_of(driver: Driver, settings: Settings) -> object:
+    """Where the channel posts a request without a policy target: its configured default."""
+    setting = CHANNELS[driver.name].target_setting
+    return None if setting is None else getattr(settings, setting)
+
+
 def as_person(driver: Driver, hf: HumanFunction, post: Any, approver: bool) -> Signed:
     """``driver``'s Approve, clicked by its approver or by someone else."""
     if isinstance(driver, SlackDriver):
@@ -366,6 +382,33 @@ async def test_only_approvers_answer_on_every_channel(
         other = as_person(driver, hf, post, approver=False)
         response = await client.post(path, content=other.body, headers=other.headers | other.signature)
         await refused_privately(driver, response)
+        refusal = {
+            "event": "refused",
+            "who": REFUSED[driver.name],
+            "where": driver.name,
+            "why": "not_approver",
+        }
+        assert [{k: v for k, v in e.items() if k != "at"} for e in await trail(runtime.redis, hf.id)] == [
+            {
+                "event": "created",
+                "caller": ANONYMOUS_CALLER.identity,
+                "policy": "gated",
+                "channels": [driver.name],
+            },
+            *(
+                [
+                    {
+                        "event": "posted",
+                        "channel": driver.name,
+                        "target": target_of(driver, configured),
+                        "step": 0,
+                    }
+                ]
+                if CHANNELS[driver.name].posts
+                else []
+            ),
+            refusal,
+        ]
         still = await runtime.store.get(hf.id)
         assert still.is_pending and still.outcome is None and still.deadline == hf.deadline
         if CHANNELS[driver.name].posts:
@@ -388,3 +431,6 @@ async def test_only_approvers_answer_on_every_channel(
         assert person is not None and accepted.outcome.person == person
         answered = structured_result(accepted.outcome, hf.id)["answeredBy"]
         assert answered == {"channel": driver.name, "id": person.id, "name": person.name}
+        last = (await trail(runtime.redis, hf.id))[-1]
+        assert (last["event"], last["outcome"], last["where"]) == ("ended", "accepted", driver.name)
+        assert last["who"] == who_of(person, None) and last["answer"] == {"approved": True}

@@ -226,6 +226,7 @@ async def test_the_openapi_documents_every_status_with_humangates_error_body(
         ("/v1/requests", "post"): ["200", "201", "401", "403", "413", "422", "429", "503"],
         ("/v1/requests/{hf_id}", "get"): ["200", "401", "404", "422", "503"],
         ("/v1/requests/{hf_id}", "delete"): ["200", "401", "404", "409", "422", "503"],
+        ("/v1/requests/{hf_id}/events", "get"): ["200", "401", "404", "422", "503"],
     }
     for operations in document["paths"].values():
         for operation in operations.values():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -229,3 +230,19 @@ async def test_only_an_approving_operator_answers_and_the_link_alone_answers_not
     logs = gateway.output()
     assert "refused an inbox answer" in logs and "by=operator:bo: not an approver" in logs
     assert "by=inbox:operator:alice" in logs
+
+    # The request's page lists its audit trail, in order: who was refused, who opened it, who answered.
+    async with signed_in(gateway.url, alice) as client:
+        shown = await client.get(f"/inbox/{hf_id}")
+    rows = re.findall(
+        r'<li><time datetime="([^"]+)">[^<]*</time> <strong>(\w+)</strong>(?: · ([^<]*))?</li>', shown.text
+    )
+    assert [(event, details) for _, event, details in rows] == [
+        ("created", "caller: anonymous:127.0.0.1 · policy: gated · channels: web"),
+        ("refused", "who: form link · where: web · why: not_approver"),
+        ("opened", "who: operator:bo · where: inbox"),
+        ("refused", "who: operator:bo · where: inbox · why: not_approver"),
+        ("opened", "who: operator:alice · where: inbox"),
+        ("ended", "outcome: accepted · who: operator:alice · name: alice · where: inbox"),
+    ]
+    assert [at for at, _, _ in rows] == sorted(at for at, _, _ in rows)
