@@ -42,7 +42,10 @@ TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 12
 
 COUNTERS: dict[str, tuple[str, str]] = {
     ESCALATIONS: ("", "Escalations to a request's next step"),
-    REFUSED_ANSWERS: ("reason", "Answers refused: not_approver, invalid_answer, already_ended"),
+    REFUSED_ANSWERS: (
+        "reason",
+        "Answers refused, by reason (not_approver, not_your_turn, already_approved, invalid_answer, already_ended)",
+    ),
     WEBHOOK_DELIVERIES: ("result", "Webhook delivery attempts, by result"),
 }
 """Each shared counter: its one label (``""``: none) and its help."""
