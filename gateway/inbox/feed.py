@@ -119,6 +119,12 @@ async def _event(store: HumanFunctionStore, fields: dict[bytes, bytes], session:
     if b"deadline" in fields:
         return sse("extended", {"id": hf_id, "deadline": float(fields[b"deadline"])})
     if b"reminded" in fields:
+        if session.person is not None:  # a person's inbox hears only of their requests' reminders
+            try:
+                if not session.sees(await store.get(hf_id)):
+                    return None
+            except UnknownRequestError:
+                return None
         return sse("reminded", {"id": hf_id, "text": text(fields[b"reminded"])})
     return None
 

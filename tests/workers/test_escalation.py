@@ -16,7 +16,9 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from redis.asyncio import Redis as AsyncRedis
 
+from gateway.core import audit
 from gateway.core import redis_keys as keys
 from tests.channels.discord.flows import outcome_of as discord_outcome
 from tests.channels.teams.flows import outcome_of
@@ -87,7 +89,7 @@ def env(slack: FakeSlack, teams: FakeTeams, discord: FakeDiscord | None = None) 
 
 
 async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
-    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path, redis_url: str
 ) -> None:
     mention = {0: "slack:U0ADA", 1: f"teams:{ADA.aad_id}"}
     path = policy(tmp_path, [(0, "slack"), (1, "teams")], mention=mention)
@@ -114,6 +116,18 @@ async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
         assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
     await slack.updated(lambda args: args["ts"] == posted["ts"])
     await teams.edited(activity["id"], lambda card: outcome_of(card).startswith("Withdrawn"))
+    # docs/audit.md: the escalated request's trail, in order.
+    client_of_trail = AsyncRedis.from_url(redis_url)
+    try:
+        trail = [
+            (e["event"], e.get("channel"), e.get("step"))
+            for e in await audit.trail(client_of_trail, request["id"])
+        ]
+    finally:
+        await client_of_trail.aclose()
+    assert trail[0][0] == "created" and trail[-1][0] == "ended"
+    first, second, escalated = ("posted", "slack", 0), ("posted", "teams", 1), ("escalated", "teams", 1)
+    assert trail.index(first) < trail.index(second) < trail.index(escalated), trail
 
 
 async def test_the_agents_progress_says_which_steps_are_live(

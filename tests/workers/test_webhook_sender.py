@@ -24,7 +24,8 @@ from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
 from gateway.core.webhook_store import CLAIM_LEASE, DELIVERED_KEEP, State, WebhookStore, delivery_id
 from gateway.core.webhooks import Webhooks
-from schemas.models import Action, Answer, Status
+from schemas.errors import ApprovalRefusedError
+from schemas.models import Action, Answer, Person, Status
 from schemas.policies import parse_policies
 from schemas.settings import Settings
 from tests.webhook_receiver import policy_text, running_receiver
@@ -254,3 +255,61 @@ async def until(read: Callable[[], Any], done: Callable[[Any], bool], timeout: f
             return value
         assert time.monotonic() < deadline, f"still {value!r} after {timeout} s"
         await asyncio.sleep(0.02)  # another thread does the work; polled with a deadline
+
+
+async def test_approvals_and_refusals_are_announced_with_their_audit_fields(
+    settings: Settings, start_sender: StartSender
+) -> None:
+    """docs/webhooks.md#events: ``request.refused`` (who, where, why) and ``request.approved`` (who,
+    count, of) come from the same calls as the audit trail's events."""
+    with running_receiver() as receiver:
+        text = policy_text(receiver.url, ["request.approved", "request.refused"])
+        text += '[policies.two]\napprovers = ["slack:U1", "slack:U2"]\napprovals = 2\n'
+        policies = parse_policies(text)
+        redis = Redis.from_url(str(settings.redis_url))
+        service = HumanFunctionService(
+            HumanFunctionStore(redis),
+            JobRecorder(),
+            settings,
+            policies=policies,
+            webhooks=Webhooks(redis, policies.webhooks, [0.2]),
+        )
+        try:
+            start_sender(receiver.url)
+            hf, _ = await service.open(BOT, "web", "Deploy?", APPROVAL)
+
+            def by(user: str) -> Answer:
+                person = Person(channel="slack", id=user, name=user.lower())
+                return Answer(
+                    action=Action.ACCEPT,
+                    content={"approved": True},
+                    by=user,
+                    via="slack",
+                    person=person,
+                    held=(f"slack:{user}",),
+                )
+
+            hf = await service.answer(hf, by("U1"))
+            with pytest.raises(ApprovalRefusedError):
+                await service.answer(hf, by("U1"))  # a person approves once
+            await service.answer(hf, by("U2"))
+            arrived: list[Any] = [r.verified() for r in receiver.wait_for(3)]
+        finally:
+            await redis.aclose()
+    events = sorted((body["type"], json.dumps(body["data"]["event"], sort_keys=True)) for body in arrived)
+    assert events == sorted(
+        [
+            (
+                "request.approved",
+                json.dumps({"count": 1, "of": 2, "where": "slack", "who": "slack:U1"}, sort_keys=True),
+            ),
+            (
+                "request.approved",
+                json.dumps({"count": 2, "of": 2, "where": "slack", "who": "slack:U2"}, sort_keys=True),
+            ),
+            (
+                "request.refused",
+                json.dumps({"where": "slack", "who": "slack:U1", "why": "already_approved"}, sort_keys=True),
+            ),
+        ]
+    )
