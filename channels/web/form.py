@@ -236,7 +236,8 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
         who = held_by(person) if person else FORM_LINK
         why = refusal(hf, [who]) if person else None
-        logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, why or "not an approver")
+        words = "not an approver" if why in (None, NOT_AN_APPROVER) else why
+        logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, words)
         await desk.refused(hf, who, refusal_reason(why))
         return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
