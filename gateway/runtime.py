@@ -94,7 +94,9 @@ async def open_runtime(settings: Settings, clock: Clock | None = None) -> AsyncI
         audit=audit_settings(settings),
     )
     kwargs = {} if clock is None else {"clock": clock}
-    webhooks = Webhooks(redis, policies.webhooks, settings.webhook_retry_schedule)
+    webhooks = Webhooks(
+        redis, policies.webhooks, settings.webhook_retry_schedule, answers=settings.audit_answers
+    )
     service = HumanFunctionService(
         store, JobRecorder(), settings, policies=policies, webhooks=webhooks, **kwargs
     )

@@ -45,7 +45,12 @@ class JobLoop:
             replicas=replica_wait(settings),
             audit=audit_settings(settings),
         )
-        self.webhooks = Webhooks(self.store.redis, _webhooks_of(settings), settings.webhook_retry_schedule)
+        self.webhooks = Webhooks(
+            self.store.redis,
+            _webhooks_of(settings),
+            settings.webhook_retry_schedule,
+            answers=settings.audit_answers,
+        )
         """The policy file's webhooks, told of what happens in jobs (posts, escalations, reminders)."""
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.AsyncExitStack()

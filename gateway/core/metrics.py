@@ -44,7 +44,8 @@ COUNTERS: dict[str, tuple[str, str]] = {
     ESCALATIONS: ("", "Escalations to a request's next step"),
     REFUSED_ANSWERS: (
         "reason",
-        "Answers refused, by reason (not_approver, not_your_turn, already_approved, invalid_answer, already_ended)",
+        "Answers refused, by reason: not_approver, not_your_turn, already_approved, invalid_answer, "
+        "already_ended",
     ),
     WEBHOOK_DELIVERIES: ("result", "Webhook delivery attempts, by result"),
 }

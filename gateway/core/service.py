@@ -230,16 +230,7 @@ class HumanFunctionService:
                 raise
         if hf.counts_approvals:
             return await self._approve(hf, answer, content)
-        outcome = Outcome(
-            status=STATUS_OF_ACTION[answer.action],
-            action=answer.action,
-            content=content,
-            reason=answer.reason,
-            by=answer.by,
-            via=answer.via,
-            at=self.clock(),
-            person=answer.person,
-        )
+        outcome = outcome_of(answer, content, self.clock())
         try:
             hf = await self._end(hf, outcome, retain=True)
         except ClosedError:
@@ -271,16 +262,7 @@ class HumanFunctionService:
             await self._refused(hf, answer, "not_approver")
             raise NotAnApproverError(NOT_AN_APPROVER)
         now = self.clock()
-        outcome = Outcome(
-            status=STATUS_OF_ACTION[answer.action],
-            action=answer.action,
-            content=content,
-            reason=answer.reason,
-            by=answer.by,
-            via=answer.via,
-            at=now,
-            person=person,
-        )
+        outcome = outcome_of(answer, content, now)
         approval = None
         if answer.action is Action.ACCEPT:
             approval = Approval(by=answered_by(outcome) or {}, at=now, content=content)
@@ -450,6 +432,20 @@ class HumanFunctionService:
             # update; its steps' posts still need one.
             await self.queue_updates([(hf.id, posts_on or hf.channel)])
         return ended
+
+
+def outcome_of(answer: Answer, content: dict[str, Any] | None, at: float) -> Outcome:
+    """How a person's ``answer`` (its checked ``content``) ends a request, at ``at``."""
+    return Outcome(
+        status=STATUS_OF_ACTION[answer.action],
+        action=answer.action,
+        content=content,
+        reason=answer.reason,
+        by=answer.by,
+        via=answer.via,
+        at=at,
+        person=answer.person,
+    )
 
 
 def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:

@@ -33,9 +33,10 @@ def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def event_data(hf: HumanFunction) -> dict[str, Any]:
+def event_data(hf: HumanFunction, answers: bool = True) -> dict[str, Any]:
     """The ``data`` of an event about ``hf``: what was asked and, once ended, how it ended (never
-    its form token)."""
+    its form token; the answer's values only with ``answers``, as ``HUMANGATE_AUDIT_ANSWERS``
+    says)."""
     data: dict[str, Any] = {
         "id": hf.id,
         "channel": hf.channel,
@@ -50,7 +51,7 @@ def event_data(hf: HumanFunction) -> dict[str, Any]:
         outcome = hf.outcome
         data["outcome"] = {
             "action": outcome.action.value,
-            "content": outcome.content,
+            "content": outcome.content if answers else None,
             "reason": outcome.reason,
             "answeredBy": answered_by(outcome),
             "at": iso(outcome.at),
@@ -59,12 +60,17 @@ def event_data(hf: HumanFunction) -> dict[str, Any]:
 
 
 def event_body(
-    event_type: str, hf: HumanFunction, now: float, detail: Mapping[str, Any] | None = None
+    event_type: str,
+    hf: HumanFunction,
+    now: float,
+    detail: Mapping[str, Any] | None = None,
+    *,
+    answers: bool = True,
 ) -> str:
     """The JSON body of one event (Standard Webhooks' ``type``, ``timestamp``, ``data``); ``detail``,
     the event's own fields as its audit trail has them (who was refused and why, which step posted
     where), is ``data.event``."""
-    data = event_data(hf)
+    data = event_data(hf, answers)
     if detail:
         data["event"] = dict(detail)
     body = {"type": event_type, "timestamp": iso(now), "data": data}
@@ -80,9 +86,13 @@ class Webhooks:
         hooks: tuple[Webhook, ...],
         schedule: list[float],
         clock: Callable[[], float] = time.time,
+        *,
+        answers: bool = True,
     ) -> None:
         self.hooks = hooks
         self.clock = clock
+        self.answers = answers
+        """Whether bodies carry answer values (``HUMANGATE_AUDIT_ANSWERS``)."""
         self.store = WebhookStore(redis, schedule) if redis is not None and hooks else None
 
     async def announce(
@@ -96,7 +106,9 @@ class Webhooks:
         now = self.clock()
         event_id = new_event_id()
         try:
-            await self.store.queue(event_id, event_type, event_body(event_type, hf, now, detail), urls, now)
+            await self.store.queue(
+                event_id, event_type, event_body(event_type, hf, now, detail, answers=self.answers), urls, now
+            )
         except Exception as exc:  # a lost event must not fail the request it is about
             logger.warning(
                 "could not queue webhook event %s hf=%s channel=%s: %s", event_type, hf.id, hf.channel, exc

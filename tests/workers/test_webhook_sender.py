@@ -313,3 +313,25 @@ async def test_approvals_and_refusals_are_announced_with_their_audit_fields(
             ),
         ]
     )
+
+
+async def test_bodies_leave_answer_values_out_when_the_audit_does(
+    settings: Settings, start_sender: StartSender
+) -> None:
+    """``HUMANGATE_AUDIT_ANSWERS=false`` keeps answer values out of webhook bodies too."""
+    with running_receiver() as receiver:
+        redis = Redis.from_url(str(settings.redis_url))
+        policies = parse_policies(policy_text(receiver.url, ["request.ended"]))
+        webhooks = Webhooks(redis, policies.webhooks, [0.2], answers=False)
+        service = HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), settings, webhooks=webhooks)
+        try:
+            start_sender(receiver.url)
+            hf, _ = await service.open(BOT, "web", "Deploy?", APPROVAL)
+            answer = Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
+            await service.answer(hf, answer)
+            (ended,) = receiver.wait_for(1)
+        finally:
+            await redis.aclose()
+    body: Any = ended.verified()
+    assert body["data"]["status"] == "accepted" and body["data"]["outcome"]["content"] is None
+    assert b"approved" not in ended.body
