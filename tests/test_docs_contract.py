@@ -25,6 +25,7 @@ from schemas import results
 from schemas.errors import HumangateError, RateLimitedError
 from schemas.flat import check_flat_schema
 from schemas.models import Action, Outcome, Status
+from schemas.policies import parse_policies
 from schemas.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -263,3 +264,14 @@ def test_nothing_cites_a_document_outside_the_repository() -> None:
 def test_readme_and_contributing_link_the_contract() -> None:
     for name in ("README.md", "CONTRIBUTING.md"):
         assert "docs/contract.md" in (ROOT / name).read_text(encoding="utf-8"), name
+
+
+@pytest.mark.parametrize(
+    "page", ["README.md", "docs/policies.md", "docs/escalation.md", "docs/webhooks.md"], ids=str
+)
+def test_every_policy_file_example_is_a_valid_policy_file(page: str) -> None:
+    """An admin copies these: each ```toml block of the page is read as a whole policy file."""
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S)
+    assert blocks, f"{page} has no policy file example"
+    for block in blocks:
+        parse_policies(block, page)  # raises PolicyFileError naming the line and field
