@@ -15,7 +15,8 @@ from gateway.core.policies import policy_path, read_policies
 from gateway.core.redis_client import sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.topology import read_topology, topology_lines
-from schemas.policies import PolicyFileError
+from gateway.core.webhooks import url_mistakes
+from schemas.policies import Policies, PolicyFileError
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
 
 
@@ -139,7 +140,23 @@ async def _check_policies(settings: Settings) -> bool:
                 healthy = False
             else:
                 _say(True, f"{where}: reachable")
-    return healthy
+    return _check_webhooks(policies, settings) and healthy
+
+
+def _check_webhooks(policies: Policies, settings: Settings) -> bool:
+    """Each webhook URL resolves to addresses a webhook may reach (docs/webhooks.md#private-addresses);
+    nothing is sent to it."""
+    refused, warnings = url_mistakes(policies, settings)
+    reasons = dict(refused)
+    for index, hook in enumerate(policies.webhooks):
+        where = f"webhooks[{index}]: {hook.url}"
+        if index in reasons:
+            _say(False, f"{where}: {reasons[index]}")
+        else:
+            _say(True, f"{where}: allowed")
+    for warning in warnings:
+        _say(None, warning)
+    return not refused
 
 
 async def _check_all(settings: Settings) -> bool:

@@ -19,6 +19,7 @@ from tests.fakes.slack import CHANNEL, FakeSlack
 from tests.fakes.teams import FakeTeams
 from tests.gateway.flows import start_call
 from tests.mcp_client import call_elicit
+from tests.webhook_receiver import SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -119,6 +120,7 @@ def test_doctor_checks_every_target(redis_url: str, deploys_channel: FakeSlack, 
         POLICY
         + '\n[policies.elsewhere]\napprovers = ["email:ada@example.com"]\n'
         + '[policies.elsewhere.targets]\nslack = "COUT"\ndiscord = "123"\n'
+        + f'[[webhooks]]\nurl = "http://127.0.0.1:9/hook"\nsecret = "{SECRET}"\n'
     )
     doctor = run_cli("doctor", redis_url=redis_url, env=deploys_channel.env(HUMANGATE_POLICY_FILE=str(path)))
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
@@ -141,6 +143,11 @@ def test_doctor_checks_every_target(redis_url: str, deploys_channel: FakeSlack, 
         "web, and web sign-in is not configured (set HUMANGATE_OIDC_ISSUER, HUMANGATE_OIDC_CLIENT_ID, "
         "HUMANGATE_OIDC_CLIENT_SECRET)"
     ) in lines, lines
+    assert (
+        "[FAIL] webhooks[0]: http://127.0.0.1:9/hook: 127.0.0.1 is a loopback address; webhooks go only to "
+        "public addresses (HUMANGATE_WEBHOOK_ALLOW_PRIVATE=true allows it)"
+    ) in lines
+    assert SECRET not in doctor.stdout + doctor.stderr
 
 
 async def test_an_mcp_callers_policy_sets_timeout_channels_limits_and_target(
