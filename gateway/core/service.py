@@ -24,7 +24,7 @@ from gateway.core.metrics import ENDED, LIMITED
 from gateway.core.policies import apply_policy
 from gateway.core.queue import JobRecorder
 from gateway.core.returned import ReturnedMarks
-from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened
+from gateway.core.store import REAP_BATCH, HumanFunctionStore, Limits, Opened, Reaped
 from gateway.core.validation import validate_answer_off_loop
 from gateway.core.webhooks import NO_WEBHOOKS, Webhooks
 from schemas.errors import (
@@ -372,10 +372,28 @@ class HumanFunctionService:
             if reaped.expired:
                 ENDED.labels(status=Status.EXPIRED.value).inc(reaped.expired)
                 await self.webhooks.announce_ended(reaped.ended, self.store.get)
-            if reaped.to_update:
-                await self.queue_updates(reaped.to_update)
+            to_update = reaped.to_update + await self._step_posts_to_update(reaped)
+            if to_update:
+                await self.queue_updates(to_update)
             if reaped.due < REAP_BATCH:
                 return due
+
+    async def _step_posts_to_update(self, reaped: Reaped) -> list[tuple[str, str]]:
+        """(id, channel) of the requests this pass ended whose own channel posted nothing (a web
+        form) but whose escalation steps did: their step posts need the outcome too."""
+        own = {hf_id for hf_id, _ in reaped.to_update}
+        found: list[tuple[str, str]] = []
+        for hf_id in reaped.ended:
+            if hf_id in own:
+                continue
+            try:
+                hf = await self.store.get(hf_id)
+            except UnknownRequestError:
+                continue
+            channel = update_channel(hf) if hf.posts else None
+            if channel is not None:
+                found.append((hf_id, channel))
+        return found
 
     async def queue_updates(self, ended: list[tuple[str, str]]) -> None:
         """Queue the update jobs of ended functions (id, channel), in one round trip."""

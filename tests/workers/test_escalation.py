@@ -50,8 +50,9 @@ def policy(
     steps: list[tuple[float, str]],
     remind: list[float] | None = None,
     mention: dict[int, str] | None = None,
+    timeout: float = 120,
 ) -> Path:
-    lines = ["[policies.oncall]", "timeout = 120", "max_pending = 100", "rate_limit = 100"]
+    lines = ["[policies.oncall]", f"timeout = {timeout:g}", "max_pending = 100", "rate_limit = 100"]
     lines.append(f'approvers = ["{APPROVER}"]')
     if remind:
         lines.append(f"remind = {remind!r}")
@@ -293,6 +294,20 @@ async def test_the_posts_of_a_web_request_s_steps_show_its_outcome(
         (posted,) = await slack.posted()
         assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
     await slack.updated(lambda args: args["ts"] == posted["ts"])
+
+
+async def test_the_posts_of_a_web_request_s_steps_show_its_timeout(
+    start_gateway: StartGateway, slack: FakeSlack, teams: FakeTeams, tmp_path: Path
+) -> None:
+    """Nobody waits on the request and nobody answers: the reaper ends it, and its step's post (its
+    own channel, the web form, posted nothing) still shows that it timed out."""
+    path = policy(tmp_path, [(0, "web"), (0.5, "slack")], timeout=3)
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path), **env(slack, teams))
+    async with httpx.AsyncClient(base_url=gateway.url) as client:
+        request = await create(client)
+        assert request["channel"] == "web"
+        (posted,) = await slack.posted()
+    await slack.updated(lambda args: args["ts"] == posted["ts"] and "timed out" in str(args).lower())
 
 
 async def test_a_steps_approvers_may_answer_once_it_posted(
