@@ -23,12 +23,10 @@ from channels.registry import configured_channels
 from gateway.core import redis_check
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.local import url_file
-from gateway.core.policies import load_policies
+from gateway.core.policies import startup_policies
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
-from gateway.core.webhooks import url_mistakes
 from gateway.logs import install_redaction
-from schemas.policies import PolicyFileError
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import WorkerThread, start_worker_thread
 
@@ -101,17 +99,9 @@ def check_redis(target: RedisTarget) -> None:
 def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
     """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
     settings = get_settings()
-    try:
-        policies = load_policies(settings)
-    except PolicyFileError as exc:
-        sys.stderr.write(f"humangate serve: not starting: {exc}\n(check it with: humangate policy check)\n")
-        return 2
-    refused, warnings = url_mistakes(policies, settings)
-    for warning in warnings:
-        logger.warning("%s", warning)
-    if refused:
-        reasons = "\n".join(f"  webhooks[{index}].url: {reason}" for index, reason in refused)
-        sys.stderr.write(f"humangate serve: not starting: {policies.source}:\n{reasons}\n")
+    policies, refusal = startup_policies(settings)
+    if refusal is not None:
+        sys.stderr.write(f"humangate serve: not starting: {refusal}\n")
         return 2
     try:
         sock = bind(host, port)

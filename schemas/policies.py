@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
 from schemas.toml_lines import KeyLines
+from schemas.unique import unique
 from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
 
 ANY_CALLER = "*"
@@ -81,13 +82,6 @@ def _target(channel: str) -> Any:
     return AfterValidator(check)
 
 
-def _unique(values: list[str]) -> list[str]:
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        raise ValueError(f"names {', '.join(repeated)} more than once")
-    return values
-
-
 class Targets(BaseModel):
     """Where each channel posts a policy's requests, instead of its configured default."""
 
@@ -127,11 +121,11 @@ class Step(BaseModel):
     channel: ChannelName
     target: str | None = None
     """Where the channel posts it: else the policy's target of that channel, else its default."""
-    mention: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+    mention: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(unique)] = Field(
         default_factory=list
     )
     """People (or groups, roles) mentioned in the post, in approver forms of the step's channel."""
-    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(unique)] = Field(
         default_factory=list
     )
     """Who may answer too once the step has posted, beside the policy's approvers."""
@@ -172,15 +166,15 @@ class PolicyTable(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    callers: Annotated[list[Annotated[str, AfterValidator(_caller)]], AfterValidator(_unique)] | None = Field(
+    callers: Annotated[list[Annotated[str, AfterValidator(_caller)]], AfterValidator(unique)] | None = Field(
         None, min_length=1
     )
     """Key names, ``anonymous`` or ``*``; left out, the policy applies to every caller."""
     timeout: float | None = Field(None, gt=0)
     """Seconds a request waits; replaces the caller's timeout."""
-    channels: Annotated[list[ChannelName], AfterValidator(_unique)] | None = Field(None, min_length=1)
+    channels: Annotated[list[ChannelName], AfterValidator(unique)] | None = Field(None, min_length=1)
     """The ``uiType`` values allowed; another is refused, naming these."""
-    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(_unique)] = Field(
+    approvers: Annotated[list[Annotated[str, AfterValidator(_approver)]], AfterValidator(unique)] = Field(
         default_factory=list
     )
     """Who may answer (docs/policies.md#approvers); empty: anyone who sees a request."""

@@ -11,6 +11,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
 
+from schemas.unique import unique
+
 EventType = Literal[
     "request.created",
     "request.posted",
@@ -62,13 +64,6 @@ def _secret_text(value: object) -> object:
     return value
 
 
-def _unique_events(values: list[str]) -> list[str]:
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        raise ValueError(f"names {', '.join(repeated)} more than once")
-    return values
-
-
 class Webhook(BaseModel):
     """One ``[[webhooks]]`` table: ``url`` and ``secret`` are required; ``events`` defaults to all."""
 
@@ -78,7 +73,7 @@ class Webhook(BaseModel):
     """Where events are POSTed."""
     secret: Annotated[SecretStr, BeforeValidator(_secret_text)]
     """``whsec_`` and base64 of the signing key; never printed or logged."""
-    events: Annotated[list[EventType], AfterValidator(_unique_events)] = Field(
+    events: Annotated[list[EventType], AfterValidator(unique)] = Field(
         default_factory=lambda: list(EVENT_TYPES), min_length=1
     )
     """The events sent to this URL; left out, every event."""

@@ -7,10 +7,8 @@ import sys
 
 from channels.registry import channel_names, configured_channels
 from gateway.core.local import running_embedded_url
-from gateway.core.policies import load_policies
+from gateway.core.policies import startup_policies
 from gateway.core.redis_target import RedisTarget
-from gateway.core.webhooks import url_mistakes
-from schemas.policies import PolicyFileError
 from schemas.settings import get_settings, override_settings
 from workers.rq_worker import run_worker
 
@@ -37,15 +35,9 @@ def run_workers(channels_arg: str | None, *, burst: bool) -> int:
             return 2
     else:
         channels = configured_channels(settings)
-    try:
-        policies = load_policies(settings)
-    except PolicyFileError as exc:
-        sys.stderr.write(f"humangate worker: not starting: {exc}\n(check it with: humangate policy check)\n")
-        return 2
-    refused, _ = url_mistakes(policies, settings)
-    if refused:
-        reasons = "\n".join(f"  webhooks[{index}].url: {reason}" for index, reason in refused)
-        sys.stderr.write(f"humangate worker: not starting: {policies.source}:\n{reasons}\n")
+    _, refusal = startup_policies(settings)
+    if refusal is not None:
+        sys.stderr.write(f"humangate worker: not starting: {refusal}\n")
         return 2
     run_worker(RedisTarget.of(settings), channels, burst=burst)
     return 0

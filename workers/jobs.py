@@ -7,19 +7,15 @@ job loop (``workers.loop``), which holds the Redis connections and platform clie
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from rq import get_current_job
 from rq.exceptions import AbandonedJobError
 from rq.timeouts import JobTimeoutException
 
-from channels.base import RenderContext
 from channels.registry import CHANNELS
-from gateway.core.links import form_url
 from gateway.core.queue import DELIVERY_RETRY_INTERVALS, JOB_TIMEOUT
-from gateway.core.store import HumanFunctionStore
-from schemas.errors import DeliveryError, UnknownRequestError
+from schemas.errors import DeliveryError
 from schemas.models import HumanFunction
 from schemas.settings import Settings
 from workers.happened import happened
@@ -97,20 +93,9 @@ def posted_to(hf: HumanFunction, settings: Settings) -> str | None:
     return hf.target or (None if setting is None else getattr(settings, setting, None))
 
 
-def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:
-    return RenderContext(form_url=form_url(loop.settings, hf), now=time.time())
-
-
-async def _load(store: HumanFunctionStore, hf_id: str) -> HumanFunction | None:
-    try:
-        return await store.get(hf_id)
-    except UnknownRequestError:
-        return None
-
-
 async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
     store = loop.store
-    hf = await _load(store, hf_id)
+    hf = await loop.load(hf_id)
     if hf is None:
         return "gone"
     if not hf.is_pending:
@@ -122,7 +107,7 @@ async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
     channel = CHANNELS[hf.channel]
     client = await loop.client(hf.channel)
     try:
-        refs = await channel.deliver(hf, _context(hf, loop), client)
+        refs = await channel.deliver(hf, loop.context(hf), client)
     except DeliveryError as exc:
         note = delivery_note(hf.channel, exc, attempt, retries_left)
         await store.note_delivery(hf_id, note)
@@ -140,14 +125,14 @@ async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
     # It may have ended while we posted, before the refs existed for the update job.
     hf = await store.get(hf_id)
     if not hf.is_pending:
-        await channel.update(hf, _context(hf, loop), client)
+        await channel.update(hf, loop.context(hf), client)
         await store.synced(hf_id)
     return "delivered"
 
 
 async def _update(loop: JobLoop, hf_id: str) -> str:
     store = loop.store
-    hf = await _load(store, hf_id)
+    hf = await loop.load(hf_id)
     if hf is None:
         await store.synced(hf_id)
         return "gone"
@@ -162,7 +147,7 @@ async def _update(loop: JobLoop, hf_id: str) -> str:
             await store.set_refs(hf_id, refs)
             hf = hf.model_copy(update={"refs": refs})
     if hf.refs:
-        await channel.update(hf, _context(hf, loop), client)
+        await channel.update(hf, loop.context(hf), client)
         logger.info("updated hf=%s channel=%s status=%s", hf_id, hf.channel, hf.status)
     steps = await update_step_posts(loop, hf)  # escalation widens: every step's post shows it too
     await store.synced(hf_id)

@@ -13,17 +13,22 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from channels.base import RenderContext
 from channels.registry import CHANNELS
 from gateway.core.audit import audit_settings
+from gateway.core.links import form_url
 from gateway.core.policies import load_policies
 from gateway.core.redis_client import async_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.replicas import replica_wait
 from gateway.core.store import HumanFunctionStore
 from gateway.core.webhooks import Webhooks
+from schemas.errors import UnknownRequestError
+from schemas.models import HumanFunction
 from schemas.policies import PolicyFileError
 from schemas.settings import Settings, get_settings
 from schemas.webhooks import Webhook
@@ -70,6 +75,17 @@ class JobLoop:
         except BaseException:
             future.cancel()
             raise
+
+    def context(self, hf: HumanFunction) -> RenderContext:
+        """What rendering ``hf`` (or a step's view of it) needs now: its form link and the time."""
+        return RenderContext(form_url=form_url(self.settings, hf), now=time.time())
+
+    async def load(self, hf_id: str) -> HumanFunction | None:
+        """The request ``hf_id``, or ``None`` once Redis forgot it."""
+        try:
+            return await self.store.get(hf_id)
+        except UnknownRequestError:
+            return None
 
     async def client(self, channel: str) -> Any:
         """Channel ``channel``'s platform client, opened on first use and kept."""

@@ -14,14 +14,11 @@ import logging
 import time
 
 from channels.approvers import who_may_answer
-from channels.base import RenderContext
 from channels.registry import CHANNELS
 from gateway.core.escalation import escalation_text
-from gateway.core.links import form_url
 from gateway.core.queue import JOB_TIMEOUT
 from gateway.core.redis_keys import human_function as store_key
-from gateway.core.store import HumanFunctionStore
-from schemas.errors import DeliveryError, UnknownRequestError
+from schemas.errors import DeliveryError
 from schemas.models import HumanFunction
 from schemas.results import duration_text
 from workers.happened import happened
@@ -87,20 +84,9 @@ async def reminded(loop: JobLoop, hf: HumanFunction, index: int, posts: list[Hum
         await happened(loop, hf, "reminded", channel=view.channel, target=view.target, step=index)
 
 
-def _context(hf: HumanFunction, loop: JobLoop) -> RenderContext:
-    return RenderContext(form_url=form_url(loop.settings, hf), now=time.time())
-
-
-async def _load(store: HumanFunctionStore, hf_id: str) -> HumanFunction | None:
-    try:
-        return await store.get(hf_id)
-    except UnknownRequestError:
-        return None
-
-
 async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
     store = loop.store
-    hf = await _load(store, hf_id)
+    hf = await loop.load(hf_id)
     if hf is None or index >= len(hf.steps):
         return "gone"
     if not hf.is_pending:
@@ -112,7 +98,7 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
     channel = CHANNELS[view.channel]
     client = await loop.client(view.channel)
     try:
-        refs = await channel.deliver(view, _context(view, loop), client)
+        refs = await channel.deliver(view, loop.context(view), client)
     except DeliveryError as exc:
         logger.warning("hf=%s channel=%s step %d not posted: %s", hf_id, view.channel, index, exc)
         if exc.retryable:
@@ -123,12 +109,12 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
     await escalated(loop, hf, index)
     hf = await store.get(hf_id)
     if not hf.is_pending:  # it ended while we posted: the update job may have missed this post
-        await channel.update(step_view(hf, index), _context(hf, loop), client)
+        await channel.update(step_view(hf, index), loop.context(hf), client)
     return "posted"
 
 
 async def _remind(loop: JobLoop, hf_id: str, index: int) -> str:
-    hf = await _load(loop.store, hf_id)
+    hf = await loop.load(hf_id)
     if hf is None or not hf.is_pending:
         return "ended before the reminder"
     text = reminder_text(hf)
@@ -154,7 +140,7 @@ async def update_step_posts(loop: JobLoop, hf: HumanFunction) -> int:
             continue
         view = step_view(hf, index)
         client = await loop.client(view.channel)
-        await CHANNELS[view.channel].update(view, _context(view, loop), client)
+        await CHANNELS[view.channel].update(view, loop.context(view), client)
         updated += 1
     return updated
 

@@ -163,27 +163,39 @@ async def _open(
 
 
 async def _approvers_only(
-    request: Request, desk: Desk, hf: HumanFunction, person: Person | None, nonce: str
+    request: Request,
+    desk: Desk,
+    hf: HumanFunction,
+    person: Person | None,
+    nonce: str,
+    *,
+    answering: bool = False,
 ) -> Response | None:
     """``None`` when whoever opened the link may answer ``hf``; else the response that says why not.
 
     A pending request with approvers is answered only by a signed-in approver (MCP's URL mode: the
     server checks who opened the URL, the link alone is not enough). Without web sign-in nobody can
     answer it here (403); someone not signed in is asked to sign in; a signed-in person who is not an
-    approver is refused (403) and nothing changes."""
+    approver is refused (403) and nothing changes; a refused answer (``answering``) is logged and
+    written in the audit trail."""
     only = who_may_answer(hf)
     if only is None or not hf.is_pending:
         return None
     progress = [f"{line}." for line in (approvals_text(hf), turn_text(hf)) if line]
+    who = held_by(person) if person else FORM_LINK
+    why = refusal(hf, [who]) if person else NOT_AN_APPROVER
+    if why is None:
+        return None
+    if answering:
+        words = "not an approver" if why == NOT_AN_APPROVER else why
+        logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, words)
+        await desk.refused(hf, who, refusal_reason(why))
     if person is None:
         ask = ask_to_sign_in(request, desk, nonce)
         if ask is not None:
             return ask
-        html = render_notice_page(nonce, NOT_AN_APPROVER + ".", f"{only}.", *progress, WEB_NEEDS_SIGN_IN)
+        html = render_notice_page(nonce, why + ".", f"{only}.", *progress, WEB_NEEDS_SIGN_IN)
         return page_response(html, nonce, 403)
-    why = refusal(hf, [held_by(person)])
-    if why is None:
-        return None
     signed_in = f"You are signed in as {person.name} ({person.id})."
     html = render_notice_page(nonce, why + ".", f"{only}.", *progress, signed_in)
     return page_response(html, nonce, 403)
@@ -233,12 +245,7 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
     hf = await _open(desk, token, nonce, answering=True)
     if isinstance(hf, Response):
         return hf
-    if (refused := await _approvers_only(request, desk, hf, person, nonce)) is not None:
-        who = held_by(person) if person else FORM_LINK
-        why = refusal(hf, [who]) if person else None
-        words = "not an approver" if why in (None, NOT_AN_APPROVER) else why
-        logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, words)
-        await desk.refused(hf, who, refusal_reason(why))
+    if (refused := await _approvers_only(request, desk, hf, person, nonce, answering=True)) is not None:
         return refused
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
     values = {key: [str(v) for v in form.getlist(key)] for key in form}

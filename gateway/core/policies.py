@@ -7,14 +7,18 @@ channel), the channel's configured target, and the caller's own timeout and limi
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from channels.registry import configured_channels, default_channel
 from gateway.core.callers import Caller
+from gateway.core.webhooks import url_mistakes
 from schemas.errors import InvalidRequestError, PolicyRefusedError
 from schemas.policies import Mistake, Policies, Policy, PolicyFileError, parse_policies
 from schemas.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_POLICY_FILE = Path("humangate.toml")
 """The policy file read when ``HUMANGATE_POLICY_FILE`` is unset, if it exists (relative to the
@@ -56,6 +60,23 @@ def load_policies(settings: Settings) -> Policies:
     is invalid, so that a gateway never runs with half a policy."""
     path = policy_path(settings)
     return Policies() if path is None else read_policies(path)
+
+
+def startup_policies(settings: Settings) -> tuple[Policies, str | None]:
+    """The policies ``serve`` and ``worker`` start with, and why they must not start (``None``: they
+    may): the file has mistakes, or a webhook URL reaches a private address (docs/webhooks.md).
+    Warnings about webhook URLs are logged."""
+    try:
+        policies = load_policies(settings)
+    except PolicyFileError as exc:
+        return Policies(), f"{exc}\n(check it with: humangate policy check)"
+    refused, warnings = url_mistakes(policies, settings)
+    for warning in warnings:
+        logger.warning("%s", warning)
+    if not refused:
+        return policies, None
+    reasons = "\n".join(f"  webhooks[{index}].url: {reason}" for index, reason in refused)
+    return policies, f"{policies.source}:\n{reasons}"
 
 
 @dataclass(frozen=True, slots=True)

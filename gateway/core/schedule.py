@@ -36,6 +36,7 @@ from redis.asyncio import Redis
 from gateway.core import redis_keys as keys
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import text
+from gateway.core.store_scripts import RUN_COMMANDS
 
 POLL_INTERVAL = 0.25
 """Most seconds between two looks at the schedule by one worker: a worker that sees the soonest entry
@@ -67,7 +68,9 @@ return {#due, claimed}
 ``ARGV[3]``) and the members claimed. Workers build the commands of only what they claimed, so two
 workers never do the same work."""
 
-FIRE = """
+FIRE = (
+    RUN_COMMANDS
+    + """
 local fired = {}
 local i = 1
 while i <= #ARGV do
@@ -75,20 +78,14 @@ while i <= #ARGV do
   local from = i + 3
   if redis.call('ZREM', KEYS[1], member) == 1
      and (guard == '' or redis.call('HGET', guard, 'status') == 'pending') then
-    local j = from
-    while j < from + n do
-      local count = tonumber(ARGV[j])
-      local command = {}
-      for k = 1, count do command[k] = ARGV[j + k] end
-      redis.call(unpack(command))
-      j = j + count + 1
-    end
+    run_commands(ARGV, from, from + n - 1)
     fired[#fired + 1] = member
   end
   i = from + n
 end
 return fired
 """
+)
 """Fire due entries: ``ARGV`` holds, per entry, its member, its guard (a hash key, or empty), the
 number of arguments that follow, and its commands as ``queue.flatten`` writes them. Returns the
 members fired (others were taken by another worker, or their guard had ended)."""

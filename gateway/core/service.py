@@ -11,7 +11,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, turns_held
@@ -230,15 +230,7 @@ class HumanFunctionService:
                 raise
         if hf.counts_approvals:
             return await self._approve(hf, answer, content)
-        outcome = outcome_of(answer, content, self.clock())
-        try:
-            hf = await self._end(hf, outcome, retain=True)
-        except ClosedError:
-            await self._refused(hf, answer, "already_ended")
-            raise
-        if hf.status is Status.EXPIRED:
-            await self._refused(hf, answer, "already_ended")
-            raise ExpiredError("this request expired before the answer arrived")
+        hf = await self._end_answer(hf, answer, outcome_of(answer, content, self.clock()))
         who = answer.person
         logger.info(
             "answered hf=%s channel=%s via=%s action=%s by=%s",
@@ -268,10 +260,10 @@ class HumanFunctionService:
             approval = Approval(by=answered_by(outcome) or {}, at=now, content=content)
         turns = turns_held(hf, answer.held) if hf.order == "sequential" else None
         try:
-            after = await self._end(
+            after = await self._end_answer(
                 hf,
+                answer,
                 outcome,
-                retain=True,
                 turns=turns,
                 approval=None if approval is None else (f"{person.channel}:{person.id}", approval),
             )
@@ -290,12 +282,6 @@ class HumanFunctionService:
                     NOT_YOUR_TURN.format(turn=hf.approvers[exc.turn]), exc.turn
                 ) from None
             raise
-        except ClosedError:
-            await self._refused(hf, answer, "already_ended")
-            raise
-        if after.status is Status.EXPIRED:
-            await self._refused(hf, answer, "already_ended")
-            raise ExpiredError("this request expired before the answer arrived")
         if approval is not None:
             await self.approved(after, approval, answer.via)
         logger.info(
@@ -369,16 +355,19 @@ class HumanFunctionService:
         while True:
             reaped = await self.store.reap(self.clock())
             due += reaped.due
+            load = _loaded_once(self.store.get)  # webhooks and step posts read each ended request once
             if reaped.expired:
                 ENDED.labels(status=Status.EXPIRED.value).inc(reaped.expired)
-                await self.webhooks.announce_ended(reaped.ended, self.store.get)
-            to_update = reaped.to_update + await self._step_posts_to_update(reaped)
+                await self.webhooks.announce_ended(reaped.ended, load)
+            to_update = reaped.to_update + await self._step_posts_to_update(reaped, load)
             if to_update:
                 await self.queue_updates(to_update)
             if reaped.due < REAP_BATCH:
                 return due
 
-    async def _step_posts_to_update(self, reaped: Reaped) -> list[tuple[str, str]]:
+    async def _step_posts_to_update(
+        self, reaped: Reaped, load: Callable[[str], Awaitable[HumanFunction]]
+    ) -> list[tuple[str, str]]:
         """(id, channel) of the requests this pass ended whose own channel posted nothing (a web
         form) but whose escalation steps did: their step posts need the outcome too."""
         own = {hf_id for hf_id, _ in reaped.to_update}
@@ -387,7 +376,7 @@ class HumanFunctionService:
             if hf_id in own:
                 continue
             try:
-                hf = await self.store.get(hf_id)
+                hf = await load(hf_id)
             except UnknownRequestError:
                 continue
             channel = update_channel(hf) if hf.posts else None
@@ -422,6 +411,30 @@ class HumanFunctionService:
     async def _refused(self, hf: HumanFunction, answer: Answer, why: audit.Why) -> None:
         await self.refused(hf, audit.who_of(answer.person, answer.by), answer.via, why)
 
+    async def _end_answer(
+        self,
+        hf: HumanFunction,
+        answer: Answer,
+        outcome: Outcome,
+        *,
+        turns: list[int] | None = None,
+        approval: tuple[str, Approval] | None = None,
+    ) -> HumanFunction:
+        """End ``hf`` with a person's ``answer``; one that came after another ending (or after the
+        deadline) is refused, and its audit trail says so. An approval that cannot count
+        (``ApprovalRefusedError``) is left to the caller."""
+        try:
+            ended = await self._end(hf, outcome, retain=True, turns=turns, approval=approval)
+        except ApprovalRefusedError:
+            raise
+        except ClosedError:
+            await self._refused(hf, answer, "already_ended")
+            raise
+        if ended.status is Status.EXPIRED:
+            await self._refused(hf, answer, "already_ended")
+            raise ExpiredError("this request expired before the answer arrived")
+        return ended
+
     async def _end(
         self,
         hf: HumanFunction,
@@ -450,6 +463,20 @@ class HumanFunctionService:
             # update; its steps' posts still need one.
             await self.queue_updates([(hf.id, posts_on or hf.channel)])
         return ended
+
+
+def _loaded_once(
+    get: Callable[[str], Awaitable[HumanFunction]],
+) -> Callable[[str], Awaitable[HumanFunction]]:
+    """``get``, reading each request at most once (its first answer is kept)."""
+    seen: dict[str, HumanFunction] = {}
+
+    async def load(hf_id: str) -> HumanFunction:
+        if hf_id not in seen:
+            seen[hf_id] = await get(hf_id)
+        return seen[hf_id]
+
+    return load
 
 
 def outcome_of(answer: Answer, content: dict[str, Any] | None, at: float) -> Outcome:

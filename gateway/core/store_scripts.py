@@ -35,9 +35,9 @@ end
 gateway whose clock runs ahead must not trim away the events it writes)."""
 
 RUN_COMMANDS = """
-local function run_commands(args, from)
+local function run_commands(args, from, last)
   local i = from
-  while i <= #args do
+  while i <= (last or #args) do
     local n = tonumber(args[i])
     local command = {}
     for j = 1, n do command[j] = args[i + j] end
@@ -46,7 +46,8 @@ local function run_commands(args, from)
   end
 end
 """
-"""Lua helper: run the recorded commands found in ``args`` from index ``from`` on."""
+"""Lua helper: run the recorded commands found in ``args`` from index ``from`` on (up to index
+``last``, when given; else to the end)."""
 
 EXPIRED_OUTCOME = """
 local function expired_outcome(template, reason, action)
