@@ -246,3 +246,17 @@ requests (``gateway.core.metrics``). No TTL: counters live as long as Redis does
 METRIC_COUNTS = f"{PREFIX}:metrics:counts"
 """Hash: the counters that worker and gateway processes share, ``<metric>\\t<label value>`` -> count
 (``gateway.core.metrics.count``). No TTL: counters live as long as Redis does."""
+
+
+def lease(slot: str) -> str:
+    """Hash: who holds one connection slot (``slack:0``, ``discord:0``, ``telegram:0``): token, host,
+    pid, since, activity (``gateway.core.lease``). TTL: ``gateway.core.lease.LEASE_TTL``, renewed by
+    its holder."""
+    return f"{PREFIX}:lease:{slot}"
+
+
+def lease_candidates(platform: str) -> str:
+    """Sorted set: the processes that may hold one platform's slots (token -> listed until, ms), so
+    a process holding several gives one to a process holding none.
+    TTL: three acquire intervals (``gateway.core.lease.LeaseTiming``), refreshed by every look."""
+    return f"{PREFIX}:lease-candidates:{platform}"
