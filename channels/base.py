@@ -18,7 +18,7 @@ only then does the handler run. An unsigned endpoint (the web form) checks its r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -190,6 +190,38 @@ class Endpoint:
         return self.path.split("{", 1)[0]
 
 
+class Connected(Protocol):
+    """The lease of a connection a channel opened (``gateway.core.lease.Held``)."""
+
+    @property
+    def slot(self) -> str:
+        """Which of the platform's connections this is (``slack:0``)."""
+        ...
+
+    def touch(self) -> None:
+        """Say that something arrived over the connection (``humangate doctor``'s last activity)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A connection a channel opens to its platform, so the platform needs no public URL of ours
+    (SPEC §15: Slack's Socket Mode, Discord's Gateway, Telegram's long polling).
+
+    The process that holds one of the platform's lease slots calls ``run`` with that slot's lease and
+    the channel's ``Desk``; ``run`` keeps the connection open (reconnecting by itself after a drop)
+    and hands what arrives to the same handlers as the platform's HTTP callbacks, until cancelled.
+    """
+
+    platform: str
+    """The lease name: its slots are ``<platform>:0`` .. ``<platform>:<slots-1>``."""
+    slots: int
+    """How many such connections the whole installation keeps open (each in one process)."""
+    mode: str
+    """The inbound mode in words, for ``humangate doctor`` (``socket mode``, ``gateway``)."""
+    run: Callable[[Connected, Desk], Coroutine[Any, Any, None]]
+
+
 class Channel(Protocol):
     """A platform a person answers on. Implementations hold no per-request state."""
 
@@ -264,4 +296,9 @@ class Channel(Protocol):
 
     async def check(self, settings: Settings) -> list[str]:
         """Problems a person must fix, in plain words (``humangate doctor``); empty when healthy."""
+        ...
+
+    def openings(self, settings: Settings) -> list[Opening]:
+        """The connections this channel opens to its platform with these settings (SPEC §15);
+        empty when the platform reaches us only by calling our endpoints."""
         ...

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
+from channels.registry import channel_names
 from gateway import docs, health, rest
 from gateway.auth import CallerAuth
 from gateway.collector import tune_collector
@@ -29,6 +30,7 @@ from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
 from gateway.mounts import channel_routes
+from gateway.openings import held_openings
 from gateway.runtime import Runtime, open_runtime
 from gateway.signin import router as sign_in_router
 from gateway.signin.provider import Provider
@@ -84,7 +86,7 @@ def create_app(
             if served:
                 release_waiting_calls_on_signal(runtime.events)
             try:
-                async with session_manager.run():
+                async with session_manager.run(), held_openings(runtime, channel_names()):
                     yield
             finally:
                 await session_manager.replies.stop()

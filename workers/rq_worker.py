@@ -27,6 +27,7 @@ from rq.worker import WorkerStatus
 
 from gateway.core.queue import queue_name
 from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
+from gateway.openings import start_worker_openings
 from schemas.settings import get_settings
 from workers.loop import close_job_loop
 from workers.recovery import Maintenance
@@ -123,11 +124,14 @@ def run_worker(target: RedisTarget, channels: list[str], *, burst: bool) -> None
     or, with ``burst``, until its queues are empty; if RQ's loop quits on its own (a Redis error, a
     failover), build the worker again and go on."""
     sender = start_webhook_sender(get_settings(), target)
+    openings = start_worker_openings(get_settings(), channels)
     try:
         while not _run_once(target, channels, burst=burst):
             logger.warning("worker loop quit without being asked to; starting it again on a fresh connection")
             time.sleep(RESTART_DELAY)
     finally:
+        if openings is not None:
+            openings.stop()
         if sender is not None:
             sender.stop()
         close_job_loop()

@@ -19,7 +19,7 @@ from typing import Any
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
-from channels.base import Desk, Endpoint, Inbound, RenderContext
+from channels.base import Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.discord.components import CUSTOM_ID_PREFIX, Act, parse_custom_id
 from channels.discord.embed import render_message
 from channels.discord.modal import option_values, submitted_reason, submitted_values
@@ -128,6 +128,10 @@ class DiscordChannel:
             if exc.retryable:
                 raise
             logger.warning("cannot show the outcome hf=%s channel=discord: %s", hf.id, exc)
+
+    def openings(self, settings: Settings) -> list[Opening]:
+        """None yet: the platform reaches this channel by calling its endpoints."""
+        return []
 
     async def check(self, settings: Settings) -> list[str]:
         problems = []

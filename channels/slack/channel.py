@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from channels.base import Desk, Endpoint, Inbound, RenderContext
+from channels.base import Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.slack.actions import identity, parse_interaction
 from channels.slack.api import (
     RESPONSE_EXCEPTIONS,
@@ -137,6 +137,10 @@ class SlackChannel:
             )
         except RESPONSE_EXCEPTIONS as exc:
             raise delivery_error(exc, str(channel), "remind in the thread") from exc
+
+    def openings(self, settings: Settings) -> list[Opening]:
+        """None yet: the platform reaches this channel by calling its endpoints."""
+        return []
 
     async def check(self, settings: Settings) -> list[str]:
         async with self.connect(settings) as client:

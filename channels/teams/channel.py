@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from channels.base import Desk, Endpoint, Inbound, RenderContext
+from channels.base import Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.teams.actions import answer_of, card_action, identity, person
 from channels.teams.auth import SigningKeys, Verified, bearer_token, key_id, verify_activity
 from channels.teams.card import oversized_card, render_card, summary_of
@@ -137,6 +137,10 @@ class TeamsChannel:
             if exc.retryable:
                 raise
             logger.warning("cannot show the outcome hf=%s channel=teams: %s", hf.id, exc)
+
+    def openings(self, settings: Settings) -> list[Opening]:
+        """None: the platform reaches this channel by calling its endpoints."""
+        return []
 
     async def check(self, settings: Settings) -> list[str]:
         async with self.connect(settings) as client:

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from channels.base import FORM_BODY_BYTES, Desk, Endpoint, Inbound, RenderContext
+from channels.base import FORM_BODY_BYTES, Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.web.page import (
     ACTION_FIELD,
     FIELD_PREFIX,
@@ -97,6 +97,10 @@ class WebChannel:
 
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         return None
+
+    def openings(self, settings: Settings) -> list[Opening]:
+        """None: the platform reaches this channel by calling its endpoints."""
+        return []
 
     async def check(self, settings: Settings) -> list[str]:
         return []

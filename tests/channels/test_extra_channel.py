@@ -18,9 +18,10 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from channels.base import Desk, Endpoint, Inbound, RenderContext
+from channels.base import Connected, Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.registry import CHANNELS, body_limits
 from gateway.core.callers import ANONYMOUS_CALLER
+from gateway.core.redis_client import async_redis
 from schemas.errors import InvalidAnswerError, SignatureError
 from schemas.models import Action, Answer, HumanFunction, Person, Status
 from schemas.settings import Settings
@@ -99,11 +100,36 @@ class CarrierChannel:
     async def update(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> None:
         client.posts[str(hf.refs["post"])] = self.render(hf, ctx)
 
+    def openings(self, settings: Settings) -> list[Opening]:
+        """One connection of ours to the platform, over which answers arrive too (SPEC §15)."""
+        return [Opening("carrier", 1, "pigeon loft", SOCKET.run)]
+
     async def check(self, settings: Settings) -> list[str]:
         return []
 
 
 OUTBOX = Outbox()
+
+
+@dataclass
+class Loft:
+    """The extra platform's connection: answers pushed into it reach the desk the gateway gave it."""
+
+    arrived: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    held_on: list[str] = field(default_factory=list)
+    answered: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+
+    async def run(self, held: Connected, desk: Desk) -> None:
+        self.held_on.append(held.slot)
+        while True:
+            payload = await self.arrived.get()
+            held.touch()
+            hf = await desk.get(str(payload["hf_id"]))
+            ended = await desk.answer(hf, CarrierChannel().parse(hf, payload))
+            await self.answered.put(ended.status.value)
+
+
+SOCKET = Loft()
 
 
 @pytest.fixture
@@ -142,3 +168,28 @@ async def test_a_channel_added_by_one_registry_line_delivers_and_is_answered(
 
         await asyncio.to_thread(work, settings, "carrier")
         assert OUTBOX.posts[hf.id]["status"] == "accepted"
+
+
+async def test_a_channel_s_own_connection_is_held_under_a_lease_and_answers_through_its_desk(
+    settings: Settings, carrier: CarrierChannel
+) -> None:
+    global SOCKET
+    SOCKET = Loft()
+    async with serving(settings) as (runtime, _):
+        hf, _ = await runtime.service.open(ANONYMOUS_CALLER, "carrier", "Deploy v2?", APPROVAL)
+        answer = {"hf_id": hf.id, "content": {"approved": True}, "user": {"id": "u-7", "name": "Ada"}}
+        await SOCKET.arrived.put(answer)
+        assert await asyncio.wait_for(SOCKET.answered.get(), 30) == "accepted"
+        assert SOCKET.held_on == ["carrier:0"]
+        ended = await runtime.store.get(hf.id)
+        assert ended.outcome is not None and (ended.outcome.by, ended.outcome.via) == ("Ada (u-7)", "carrier")
+        assert await runtime.redis.exists("hg:lease:carrier:0") == 1
+    assert await _lease_exists(settings) is False  # released when the gateway stopped
+
+
+async def _lease_exists(settings: Settings) -> bool:
+    client = async_redis(settings.redis_url or "")
+    try:
+        return bool(await client.exists("hg:lease:carrier:0"))
+    finally:
+        await client.aclose()
