@@ -11,7 +11,12 @@ from channels.web.channel import parse_form, posted_fields, posted_reason, verif
 from channels.web.form import MAX_FORM_FIELDS
 from channels.web.headers import hardened_headers, new_nonce, page_headers, page_response
 from channels.web.inbox import INBOX_VIA, TrailRow, answered_by, item_of, render_inbox, render_sign_in
-from channels.web.page import render_notice_page, render_too_large_page, render_unavailable_page
+from channels.web.page import (
+    render_home_page,
+    render_notice_page,
+    render_too_large_page,
+    render_unavailable_page,
+)
 
 __all__ = [
     "INBOX_VIA",
@@ -26,6 +31,7 @@ __all__ = [
     "parse_form",
     "posted_fields",
     "posted_reason",
+    "render_home_page",
     "render_inbox",
     "render_notice_page",
     "render_sign_in",

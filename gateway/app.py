@@ -14,10 +14,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.routing import Route
 
 from channels.registry import channel_names
-from gateway import docs, health, rest
+from gateway import docs, health, home, rest
 from gateway.auth import CallerAuth
 from gateway.collector import tune_collector
 from gateway.core.events import Events
+from gateway.core.metrics import start_at_zero
 from gateway.core.service import Clock
 from gateway.errors import install_error_handlers
 from gateway.hosts import HostCheck
@@ -67,6 +68,7 @@ def create_app(
 ) -> FastAPI:
     """Build the app; Redis connections and background tasks start in its lifespan."""
     settings = settings or get_settings()
+    start_at_zero(channel_names())
     holder: dict[str, Runtime] = {}
 
     def get_runtime() -> Runtime:
@@ -117,6 +119,7 @@ def create_app(
     app.include_router(rest.router)
     app.include_router(health.router)
     app.include_router(docs.router)
+    app.include_router(home.router)
     app.add_middleware(BodySizeLimit, limits=current_limits())
     app.add_middleware(HostCheck, settings=settings)
     return app

@@ -246,6 +246,21 @@ def render_notice_page(nonce: str, heading: str, *lines: str, link: str | None =
     )
 
 
+HOME_LINKS = (
+    ("/inbox", "Inbox", "every request waiting for a person, answerable in place (operator key or sign-in)"),
+    ("/docs", "REST API", "the API's documentation, tried from the browser"),
+    ("/healthz", "Health", "whether this process is up (/readyz: whether it can reach Redis)"),
+)
+"""The links of the front page (``GET /``): (path, text, what it is)."""
+
+
+def render_home_page(nonce: str) -> str:
+    """The front page: what this is, and links to the inbox, the API docs and health."""
+    return TEMPLATES.get_template("web_home.html").render(
+        nonce=nonce, title="humangate", notice=None, links=HOME_LINKS
+    )
+
+
 def remaining_text(seconds: float) -> str:
     """Time left in words for the countdown: ``1 h 5 min``, ``4 min 12 s``, ``42 s``."""
     total = max(0, math.ceil(seconds))

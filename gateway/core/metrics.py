@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import store_operation, text
+from schemas.models import Status
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """Our own registry, so tests that build several apps in one process do not collide."""
@@ -40,16 +41,40 @@ WEBHOOK_DELIVERIES = "humangate_webhook_deliveries_total"
 TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 3 * 3600, 12 * 3600, 24 * 3600)
 """Upper bounds (seconds) of ``humangate_time_to_answer_seconds``: from a quick click to a day."""
 
-COUNTERS: dict[str, tuple[str, str]] = {
-    ESCALATIONS: ("", "Escalations to a request's next step"),
+REFUSED_REASONS = ("not_approver", "not_your_turn", "already_approved", "invalid_answer", "already_ended")
+"""Every ``reason`` of ``humangate_refused_answers_total`` (the ``why`` of ``audit.Why``)."""
+
+DELIVERY_RESULTS = ("delivered", "retrying", "gone", "failed")
+"""Every ``result`` of ``humangate_webhook_deliveries_total``."""
+
+LIMITS = ("rate", "pending", "kept")
+"""Every ``limit`` of ``humangate_requests_limited_total`` (the ``which`` of ``RateLimitedError``)."""
+
+COUNTERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    ESCALATIONS: ("", "Escalations to a request's next step", ("",)),
     REFUSED_ANSWERS: (
         "reason",
         "Answers refused, by reason: not_approver, not_your_turn, already_approved, invalid_answer, "
         "already_ended",
+        REFUSED_REASONS,
     ),
-    WEBHOOK_DELIVERIES: ("result", "Webhook delivery attempts, by result"),
+    WEBHOOK_DELIVERIES: ("result", "Webhook delivery attempts, by result", DELIVERY_RESULTS),
 }
-"""Each shared counter: its one label (``""``: none) and its help."""
+"""Each shared counter: its one label (``""``: none), its help, and the label's known values, each
+exported from the start (as 0 until counted): a series that first appears at 1 shows "No data" in
+a dashboard, and ``increase()`` misses its first event."""
+
+
+def start_at_zero(channels: Iterable[str]) -> None:
+    """Give this process's own counters a 0 sample for each known label value (``channels``: the
+    registered channels), so they are exported before their first event."""
+    for channel in channels:
+        OPENED.labels(channel=channel)
+    for status in Status:
+        if status.is_terminal:
+            ENDED.labels(status=status.value)
+    for limit in LIMITS:
+        LIMITED.labels(limit=limit)
 
 
 def counter_field(metric: str, value: str = "") -> str:
@@ -90,12 +115,15 @@ class SharedCollector(Collector):
                 buckets.append((bound, running))
             histogram.add_metric(list(labels), buckets, parts.get("sum", 0.0))
         yield histogram
-        for metric, (label, help_text) in COUNTERS.items():
+        for metric, (label, help_text, known) in COUNTERS.items():
             family = CounterMetricFamily(metric, help_text, labels=[label] if label else [])
-            for field, value in sorted(self.counts.items()):
+            values = dict.fromkeys(known, 0.0)
+            for field, counted in self.counts.items():
                 name, _, label_value = field.partition("\t")
                 if name == metric:
-                    family.add_metric([label_value] if label else [], float(value))
+                    values[label_value] = float(counted)
+            for label_value, total in sorted(values.items()):
+                family.add_metric([label_value] if label else [], total)
             yield family
 
 

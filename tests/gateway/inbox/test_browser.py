@@ -3,6 +3,9 @@ another gateway process), and answering it from the keyboard; the agent gets the
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
 import pytest
 from playwright.async_api import expect
 
@@ -101,3 +104,40 @@ async def test_the_open_request_ending_elsewhere_disables_its_form_and_says_how(
     await page.keyboard.press("Escape")
     await expect(page).to_have_url(f"{gateway.url}/inbox")
     assert await watched.problems() == []
+
+
+def luminance(css_color: str) -> float:
+    """WCAG relative luminance of a computed ``rgb(r, g, b)`` colour."""
+    channels = [int(part) / 255 for part in re.findall(r"\d+", css_color)[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(foreground: str, background: str) -> float:
+    """WCAG contrast ratio of two computed colours (1 to 21)."""
+    lighter, darker = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_the_submit_buttons_key_hint_is_readable(
+    start_gateway: StartGateway, open_page: OpenPage, redis_url: str, scheme: Literal["light", "dark"]
+) -> None:
+    gateway = start_gateway()
+    key = await create_key(redis_url, "cy")
+    start_call(gateway.url, {"prompt": "Which approach?", "uiType": "web"}, tool="request_human_input")
+    watched = await open_page()
+    page = watched.page
+    await page.emulate_media(color_scheme=scheme)
+    await page.goto(f"{gateway.url}/inbox")
+    await page.get_by_label("Operator key").fill(key)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.locator("#hg-list li")).to_have_count(1)
+    await page.keyboard.press("n")
+    hint = page.locator("#hg-submit kbd")
+    await expect(hint).to_have_text("Ctrl+Enter")
+    color, background = await hint.evaluate(
+        "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]"
+    )
+    assert "0, 0, 0, 0" not in background  # the hint has a background of its own
+    assert contrast(color, background) >= 4.5, (scheme, color, background)  # WCAG AA, normal text
