@@ -48,7 +48,12 @@ class Connection:
     id: int
     ws: web.WebSocketResponse
     request: web.Request
-    closed: bool = False
+    opened_at: float = field(default_factory=time.monotonic)
+    closed_at: float | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_at is not None
 
 
 @dataclass
@@ -177,7 +182,8 @@ class SocketModeServer:
 
     def _closed(self, connection: Connection) -> None:
         with self._changed:
-            connection.closed = True
+            if connection.closed_at is None:
+                connection.closed_at = time.monotonic()
             self._changed.notify_all()
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
