@@ -165,7 +165,7 @@ def _check_webhooks(policies: Policies, settings: Settings) -> bool:
 
 
 async def _show_connections(settings: Settings) -> None:
-    """Each configured platform's inbound mode; for connections humangate opens (SPEC §15), who holds
+    """Each configured platform's inbound mode; for connections humangate opens itself, who holds
     each (host, pid) and its last activity, or that nobody does (then clicks get the platform's error)."""
     target = _redis_target(settings)
     for name in CHANNEL_NAMES:

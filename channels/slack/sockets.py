@@ -1,5 +1,5 @@
 """Slack's Socket Mode: interactions read over a WebSocket humangate opens, so Slack needs no public
-URL of ours (SPEC §15).
+URL of ours (docs/slack.md).
 
 With ``SLACK_APP_TOKEN`` set, the Slack channel opens ``HUMANGATE_SLACK_SOCKETS`` connections across
 the installation, each held by one process under a lease (``gateway.openings``). Each is slack-sdk's

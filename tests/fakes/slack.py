@@ -33,6 +33,7 @@ APP_TOKEN = "xapp-1-A1-fake-app-token"
 SIGNING_SECRET = "fake-signing-secret-0123456789"
 CHANNEL = "C123"
 MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "slack-app-manifest.yaml"
+SOCKET_MODE_MANIFEST = MANIFEST.with_name("slack-app-manifest-socket-mode.yaml")
 SCOPES = ",".join(yaml.safe_load(MANIFEST.read_text())["oauth_config"]["scopes"]["bot"])
 """The token's scopes: exactly those the app manifest asks for."""
 USERS = {"U1": "Ada Lovelace", "U2": "Bo Diddley", "U3": "Mallory Evil"}

@@ -1,5 +1,5 @@
 """Every Slack flow runs twice: clicks as signed callbacks on ``/slack/events``, and as envelopes
-over Socket Mode (SPEC §15: one handler, two transports)."""
+over Socket Mode (one handler, two transports)."""
 
 from __future__ import annotations
 
