@@ -90,7 +90,7 @@ class Desk(Protocol):
     """
 
     state: dict[str, Any]
-    """This channel's long-lived objects in this process (e.g. Slack's clicks being handled), built on first use."""
+    """This channel's long-lived objects in this process (Slack's clicks in progress), built on first use."""
 
     @property
     def settings(self) -> Settings:
