@@ -90,7 +90,7 @@ class Desk(Protocol):
     """
 
     state: dict[str, Any]
-    """This channel's long-lived objects in this process (e.g. Slack's bolt app), built on first use."""
+    """This channel's long-lived objects in this process (Slack's clicks in progress), built on first use."""
 
     @property
     def settings(self) -> Settings:
@@ -206,7 +206,7 @@ class Connected(Protocol):
 @dataclass(frozen=True, slots=True)
 class Opening:
     """A connection a channel opens to its platform, so the platform needs no public URL of ours
-    (SPEC §15: Slack's Socket Mode, Discord's Gateway, Telegram's long polling).
+    (Slack's Socket Mode, Discord's Gateway, Telegram's long polling).
 
     The process that holds one of the platform's lease slots calls ``run`` with that slot's lease and
     the channel's ``Desk``; ``run`` keeps the connection open (reconnecting by itself after a drop)
@@ -299,6 +299,6 @@ class Channel(Protocol):
         ...
 
     def openings(self, settings: Settings) -> list[Opening]:
-        """The connections this channel opens to its platform with these settings (SPEC §15);
+        """The connections this channel opens to its platform with these settings;
         empty when the platform reaches us only by calling our endpoints."""
         ...

@@ -1,18 +1,21 @@
-"""``humangate doctor``: is Redis reachable, which channels are configured, what is missing, and
-whether every target of the policy file can be posted to."""
+"""``humangate doctor``: is Redis reachable, which channels are configured, what is missing, how
+each platform reaches humangate (its endpoints, or connections humangate opens, and who holds each),
+and whether every target of the policy file can be posted to."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 import redis
 
 from channels.registry import CHANNELS, configured_channels
 from gateway.core import redis_check
+from gateway.core.lease import holders
 from gateway.core.local import running_embedded_url
 from gateway.core.policies import policy_path, read_policies
-from gateway.core.redis_client import sync_redis
+from gateway.core.redis_client import async_redis, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.topology import read_topology, topology_lines
 from gateway.core.webhooks import url_mistakes
@@ -25,17 +28,19 @@ def _say(ok: bool | None, text: str) -> None:
     sys.stdout.write(f"[{mark}] {text}\n")
 
 
-def _check_redis(settings: Settings) -> bool:
+def _redis_target(settings: Settings) -> RedisTarget | None:
+    """The Redis humangate uses (``None``: embedded, and no ``serve`` running to have started it)."""
     if settings.external_redis:
-        target = RedisTarget.of(settings)
-    else:
-        url = running_embedded_url(settings.data_dir)
-        if url is None:
-            _say(
-                None, "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis"
-            )
-            return True
-        target = RedisTarget(url)
+        return RedisTarget.of(settings)
+    url = running_embedded_url(settings.data_dir)
+    return RedisTarget(url) if url is not None else None
+
+
+def _check_redis(settings: Settings) -> bool:
+    target = _redis_target(settings)
+    if target is None:
+        _say(None, "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis")
+        return True
     where = target.describe()
     try:
         with sync_redis(target) as client:
@@ -159,8 +164,48 @@ def _check_webhooks(policies: Policies, settings: Settings) -> bool:
     return not refused
 
 
+async def _show_connections(settings: Settings) -> None:
+    """Each configured platform's inbound mode; for connections humangate opens itself, who holds
+    each (host, pid) and its last activity, or that nobody does (then clicks get the platform's error)."""
+    target = _redis_target(settings)
+    for name in CHANNEL_NAMES:
+        channel = CHANNELS.get(name)
+        if channel is None or channel.missing_settings(settings):
+            continue
+        openings = channel.openings(settings)
+        if not openings:
+            paths = [endpoint.path for endpoint in channel.endpoints() if endpoint.signed]
+            if paths:
+                _say(None, f"{name}: http ({channel.title} calls {', '.join(paths)} at HUMANGATE_PUBLIC_URL)")
+            continue
+        for opening in openings:
+            _say(None, f"{name}: {opening.mode} ({opening.slots} connection{'s' * (opening.slots > 1)})")
+            if target is None:
+                _say(None, f"{name}: no Redis to read the connections' holders from")
+                continue
+            client = async_redis(target)
+            try:
+                held = await holders(client, opening.platform, opening.slots)
+            except redis.RedisError as exc:
+                _say(False, f"{name}: cannot read who holds the connections: {exc}")
+                continue
+            finally:
+                await client.aclose()
+            now = time.time()
+            for slot, holder in held.items():
+                if holder is None:
+                    _say(None, f"{slot}: not held (no serve or worker process holds it now)")
+                    continue
+                _say(
+                    True,
+                    f"{slot}: held by {holder.host} pid {holder.pid} for {now - holder.since:.0f} s, "
+                    f"last activity {max(0.0, now - holder.activity):.0f} s ago",
+                )
+
+
 async def _check_all(settings: Settings) -> bool:
     channels_ok = await _check_channels(settings)
+    await _show_connections(settings)
     return await _check_policies(settings) and channels_ok
 
 

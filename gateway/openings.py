@@ -1,4 +1,4 @@
-"""The connections this process may hold to the platforms (SPEC §15), each under its lease.
+"""The connections this process may hold to the platforms, each under its lease (docs/slack.md).
 
 Every ``serve`` process, and every ``worker`` whose channels include a platform, runs one
 ``LeaseKeeper`` per ``Opening`` of each configured channel: the keeper takes what slots it can and

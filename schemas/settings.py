@@ -151,6 +151,12 @@ class Settings(BaseSettings):
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_APP_TOKEN"))
+    """An app-level token (``xapp-...``, scope ``connections:write``): Slack's interactions then
+    arrive over Socket Mode connections humangate opens, with no public URL (docs/slack.md)."""
+    slack_sockets: int = Field(2, ge=1, le=10)
+    """Socket Mode connections the whole installation keeps open (Slack allows 10 per app): each
+    held by one process, so losing a process loses no click while another still holds one."""
     slack_channel: str | None = None
     slack_api_url: str = "https://slack.com/api/"
     slack_allowed_users: CommaList = Field(default_factory=list)

@@ -30,6 +30,7 @@ from channels.slack.blocks import message_payload
 from channels.slack.client import API_TIMEOUT, SlackClient, api_base, retry_handlers
 from channels.slack.inbound import slack_events
 from channels.slack.signature import SIGNATURE_WINDOW_SECONDS, verify_signature
+from channels.slack.sockets import app_token_problems, socket_opening
 from schemas.errors import SignatureError
 from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
@@ -41,7 +42,8 @@ EVENT_TYPE = "humangate_request"
 
 
 class SlackChannel:
-    """Slack through slack-sdk (Web API) and slack-bolt (interactivity: ``channels.slack.inbound``)."""
+    """Slack through slack-sdk: the Web API, and interactions as signed callbacks
+    (``channels.slack.inbound``) or over Socket Mode (``channels.slack.sockets``)."""
 
     name = "slack"
     title = "Slack"
@@ -55,9 +57,11 @@ class SlackChannel:
         self.verify(inbound.headers, inbound.body, desk.now(), desk.settings)
 
     def missing_settings(self, settings: Settings) -> list[str]:
+        # Interactions arrive over Socket Mode (SLACK_APP_TOKEN) or as signed callbacks: one is enough.
         required = {
             "SLACK_BOT_TOKEN": settings.slack_bot_token,
-            "SLACK_SIGNING_SECRET": settings.slack_signing_secret,
+            "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET": settings.slack_app_token
+            or settings.slack_signing_secret,
             "HUMANGATE_SLACK_CHANNEL": settings.slack_channel,
         }
         return [name for name, value in required.items() if not value]
@@ -139,8 +143,8 @@ class SlackChannel:
             raise delivery_error(exc, str(channel), "remind in the thread") from exc
 
     def openings(self, settings: Settings) -> list[Opening]:
-        """None yet: the platform reaches this channel by calling its endpoints."""
-        return []
+        """Socket Mode's connections with ``SLACK_APP_TOKEN``; else none (Slack calls ``/slack/events``)."""
+        return [socket_opening(settings)] if settings.slack_app_token else []
 
     async def check(self, settings: Settings) -> list[str]:
         async with self.connect(settings) as client:
@@ -149,7 +153,8 @@ class SlackChannel:
             except RESPONSE_EXCEPTIONS as exc:
                 return [str(delivery_error(exc, client.target, "check the token"))]
             scopes = auth.headers.get("x-oauth-scopes") if isinstance(auth.headers, Mapping) else None
-            return await target_problems(client.api, client.target, scopes)
+            problems = await target_problems(client.api, client.target, scopes)
+        return problems + await app_token_problems(settings)
 
 
 __all__ = [

@@ -1,16 +1,19 @@
 """What a click or a modal submission in Slack does: answer, open a modal, or say why not.
 
-Called by the slack-bolt listeners of ``channels.slack.inbound`` once the request is verified and
-new. A click is acknowledged first and handled after (Slack wants the ack within 3 s; a modal needs
-its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing done). A submission is
-handled before its ack, because the ack carries the field errors or the closing of the modal.
+``respond`` is the one entry, whichever way the interaction came: a verified, new callback on
+``/slack/events`` (``channels.slack.inbound``) or an envelope read over Socket Mode
+(``channels.slack.sockets``). It returns what to acknowledge it with: the body of the HTTP 200, or
+the payload of the envelope's ack. A click is acknowledged first and handled after (Slack wants the
+ack within 3 s; a modal needs its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing
+done). A submission is handled before its ack, because the ack carries the field errors or the
+closing of the modal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
@@ -20,7 +23,7 @@ from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
 from channels.slack.api import RESPONSE_EXCEPTIONS
-from channels.slack.blocks import CANCEL, DECLINE, OPEN_FORM, RESPOND
+from channels.slack.blocks import ACTION_PREFIX, CANCEL, DECLINE, OPEN_FORM, RESPOND
 from channels.slack.client import API_TIMEOUT, SlackClient
 from channels.slack.groups import held_by
 from channels.slack.modal import block_errors, form_view, notice_view, reason_view
@@ -48,6 +51,47 @@ GONE = (
     "a while (by default a day for an agent with a key, an hour for an anonymous one)."
 )
 _OPENS = {RESPOND: None, DECLINE: Action.DECLINE, CANCEL: Action.CANCEL}
+_CLICKS = "clicks"
+"""Where ``Desk.state`` keeps the clicks being handled after their ack (a task nobody references
+could be collected before it ends)."""
+
+
+async def respond(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Handle an interaction; what to acknowledge it with (``{}``: a plain acknowledgement).
+
+    A click on one of humangate's buttons is handled after its ack, a submission of one of its
+    modals before (the reply closes the modal, or shows its errors). Anything else Slack sends the
+    app (another app's view closing, an Events API check) is acknowledged and changes nothing.
+    """
+    kind = payload.get("type")
+    if kind == "block_actions" and _ours(first_action(payload).get("action_id")):
+        _after_ack(desk, handle_click(desk, payload), hf_id_of(payload))
+        return {}
+    view = payload.get("view")
+    if kind == "view_submission" and isinstance(view, Mapping) and _ours(view.get("callback_id")):
+        return await handle_submission(desk, payload)
+    if kind == "url_verification" and isinstance(payload.get("challenge"), str):
+        return {"challenge": payload["challenge"]}
+    return {}
+
+
+def _ours(name: object) -> bool:
+    return isinstance(name, str) and name.startswith(ACTION_PREFIX)
+
+
+def _after_ack(desk: Desk, work: Coroutine[Any, Any, None], hf_id: str | None) -> None:
+    """Run ``work`` once the interaction is acknowledged; its failure is logged, never raised."""
+
+    async def run() -> None:
+        try:
+            await work
+        except Exception:
+            logger.exception("a click failed hf=%s channel=slack", hf_id)
+
+    running: set[asyncio.Task[None]] = desk.state.setdefault(_CLICKS, set())
+    task = asyncio.create_task(run(), name=f"humangate-slack-click-{hf_id}")
+    running.add(task)
+    task.add_done_callback(running.discard)
 
 
 def allowed(desk: Desk, user_id: str) -> bool:

@@ -1,8 +1,9 @@
 """Leases in Redis: a connection that must be single is held by one process at a time.
 
 Slack's Socket Mode sockets, Discord's Gateway session and Telegram's long poll are connections
-humangate opens (SPEC §15). Any ``serve`` process, and any ``worker`` whose channels include the
-platform, may hold one; which one does is decided here, never by configuration:
+humangate opens, so no public URL is needed for them. Any ``serve`` process, and any ``worker``
+whose channels include the platform, may hold one; which one does is decided here, never by
+configuration:
 
 - A **slot** (``slack:0``, ``slack:1``, ``discord:0``, ``telegram:0``) is a Redis hash holding the
   holder's random token, host, pid, since and last activity, with a TTL of ``LEASE_TTL`` seconds.
@@ -14,8 +15,8 @@ platform, may hold one; which one does is decided here, never by configuration:
   same connection at once, whatever the network does.
 - Everyone else tries to take a free slot every ``ACQUIRE_INTERVAL`` seconds: a SIGKILLed holder's
   slot expires ``LEASE_TTL`` seconds after its last renewal and is taken at most
-  ``ACQUIRE_INTERVAL`` later (``TAKEOVER_BOUND`` in all, within SPEC §15's 15 seconds). A holder that
-  stops cleanly releases its slots, so the next process takes them within ``ACQUIRE_INTERVAL``.
+  ``ACQUIRE_INTERVAL`` later (``TAKEOVER_BOUND`` in all, within the 15 seconds the docs promise).
+  A holder that stops cleanly releases its slots, so the next process takes them within ``ACQUIRE_INTERVAL``.
 - Several slots of one platform spread over processes: every process that may hold a platform
   announces itself in the platform's candidates set; a process holding two or more slots releases
   one when some live candidate holds none, so a killed process never takes every socket with it.

@@ -101,7 +101,7 @@ class CarrierChannel:
         client.posts[str(hf.refs["post"])] = self.render(hf, ctx)
 
     def openings(self, settings: Settings) -> list[Opening]:
-        """One connection of ours to the platform, over which answers arrive too (SPEC §15)."""
+        """One connection of ours to the platform, over which answers arrive too."""
         return [Opening("carrier", 1, "pigeon loft", SOCKET.run)]
 
     async def check(self, settings: Settings) -> list[str]:

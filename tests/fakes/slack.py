@@ -1,5 +1,6 @@
 """A fake Slack for tests: the Web API methods humangate calls, answered like Slack answers them, and
-callbacks (``block_actions``, ``view_submission``) built and signed exactly as Slack does.
+callbacks (``block_actions``, ``view_submission``) built and signed exactly as Slack does, or sent
+over Socket Mode (``apps.connections.open`` hands out a URL of ``tests.fakes.slack_sockets``).
 
 The real slack-sdk talks to it through ``HUMANGATE_SLACK_API_URL`` (``FakeSlack.api_url``); every
 request is recorded by ``tests.fakes.server.FakeServer``. ``response_url`` replies land on
@@ -24,11 +25,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from schemas.settings import Settings
 from tests.fakes.server import Call, FakeServer
+from tests.fakes.slack_sockets import SocketModeServer
 
 TOKEN = "xoxb-fake-bot-token"
+APP_TOKEN = "xapp-1-A1-fake-app-token"
+"""The app-level token Socket Mode connections are opened with."""
 SIGNING_SECRET = "fake-signing-secret-0123456789"
 CHANNEL = "C123"
 MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "slack-app-manifest.yaml"
+SOCKET_MODE_MANIFEST = MANIFEST.with_name("slack-app-manifest-socket-mode.yaml")
 SCOPES = ",".join(yaml.safe_load(MANIFEST.read_text())["oauth_config"]["scopes"]["bot"])
 """The token's scopes: exactly those the app manifest asks for."""
 USERS = {"U1": "Ada Lovelace", "U2": "Bo Diddley", "U3": "Mallory Evil"}
@@ -58,6 +63,8 @@ class FakeSlack:
     groups: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in GROUPS.items()})
     """User groups and their members; a test may change them while the gateway runs."""
     server: FakeServer = field(init=False)
+    sockets: SocketModeServer = field(default_factory=SocketModeServer)
+    """Where Socket Mode clients connect (``apps.connections.open``)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -66,8 +73,12 @@ class FakeSlack:
 
     @contextmanager
     def running(self) -> Iterator[FakeSlack]:
-        with self.server.running():
-            yield self
+        self.sockets.start()
+        try:
+            with self.server.running():
+                yield self
+        finally:
+            self.sockets.stop()
 
     @property
     def url(self) -> str:
@@ -77,14 +88,21 @@ class FakeSlack:
     def api_url(self) -> str:
         return f"{self.server.url}/api/"
 
-    def env(self, **extra: str) -> dict[str, str]:
-        """The gateway environment that points Slack at this fake."""
-        return {
-            "SLACK_BOT_TOKEN": self.token,
-            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-            "HUMANGATE_SLACK_CHANNEL": CHANNEL,
-            "HUMANGATE_SLACK_API_URL": self.api_url,
-        } | extra
+    def env(self, mode: str = "http", **extra: str) -> dict[str, str]:
+        """The gateway environment that points Slack at this fake: interactions as signed callbacks
+        (``mode="http"``) or over Socket Mode (``"socket"``: an app token and no signing secret)."""
+        inbound = (
+            {"SLACK_APP_TOKEN": APP_TOKEN} if mode == "socket" else {"SLACK_SIGNING_SECRET": SIGNING_SECRET}
+        )
+        return (
+            {
+                "SLACK_BOT_TOKEN": self.token,
+                "HUMANGATE_SLACK_CHANNEL": CHANNEL,
+                "HUMANGATE_SLACK_API_URL": self.api_url,
+            }
+            | inbound
+            | extra
+        )
 
     def settings(self, base: Settings) -> Settings:
         """``base`` with Slack pointed at this fake, for code run in the test's own process (what
@@ -154,6 +172,10 @@ class FakeSlack:
             return PlainTextResponse("ok")
         if not call.path.startswith("/api/"):
             return PlainTextResponse("not found", status_code=404)
+        if call.path == "/api/apps.connections.open":
+            if call.headers.get("authorization") != f"Bearer {APP_TOKEN}":
+                return _error("invalid_auth")
+            return _ok(url=self.sockets.url())
         if call.headers.get("authorization") != f"Bearer {self.token}":
             return _error("invalid_auth")
         method = call.path.removeprefix("/api/")

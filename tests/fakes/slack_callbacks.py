@@ -1,6 +1,7 @@
 """Slack's callbacks to the gateway, built and signed exactly as Slack does: ``block_actions`` for a
 click, ``view_submission`` for a modal, form-encoded as ``payload=<JSON>`` with the v0 signature
-headers (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the app's signing secret)."""
+headers (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the app's signing secret). ``Interactions``
+sends the same payloads either that way or as Socket Mode envelopes, so a flow test runs in both."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 
-from tests.fakes.slack import CHANNEL, SIGNING_SECRET, USERS, WAIT
+from tests.fakes.slack import CHANNEL, SIGNING_SECRET, USERS, WAIT, FakeSlack
 
 
 def sign(body: bytes, *, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
@@ -101,3 +103,43 @@ async def send(
     )
     async with httpx.AsyncClient(timeout=WAIT) as client:
         return await client.post(f"{gateway_url}/slack/events", content=raw, headers=sent)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What Slack got back for an interaction: the body of the 200 over HTTP, or the payload of the
+    envelope's ack over Socket Mode (``None``: a plain acknowledgement)."""
+
+    status: int
+    body: dict[str, Any] | None
+    seconds: float
+    """From sending the interaction to its reply."""
+
+    def json(self) -> dict[str, Any]:
+        """The reply's body (``{}`` for a plain acknowledgement)."""
+        return self.body or {}
+
+
+@dataclass(frozen=True)
+class Interactions:
+    """How a test's clicks reach the gateway, as Slack would send them: signed callbacks on
+    ``/slack/events`` (``mode="http"``), or envelopes over Socket Mode (``"socket"``)."""
+
+    mode: str
+    slack: FakeSlack
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The gateway environment for this mode."""
+        return self.slack.env(self.mode, **extra)
+
+    async def send(self, gateway_url: str, payload: Mapping[str, Any]) -> Reply:
+        """Send one interaction and wait for its reply."""
+        if self.mode == "http":
+            response = await send(gateway_url, payload)
+            body = response.json() if response.content else None
+            return Reply(response.status_code, body or None, response.elapsed.total_seconds())
+        sockets = self.slack.sockets
+        await sockets.connected()
+        envelope_id = sockets.push(dict(payload))
+        ack = await sockets.acked(envelope_id)
+        return Reply(200, ack.payload or None, ack.seconds)

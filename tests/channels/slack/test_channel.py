@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from channels.base import RenderContext
 from channels.slack.blocks import (
@@ -75,14 +75,15 @@ def text_objects(value: Any) -> Iterator[dict[str, Any]]:
             yield from text_objects(child)
 
 
-def test_slack_needs_a_token_a_signing_secret_and_a_channel() -> None:
+def test_slack_needs_a_token_an_app_token_or_a_signing_secret_and_a_channel() -> None:
     channel = SlackChannel()
     unset = Settings(_env_file=None, slack_bot_token=None, slack_signing_secret=None, slack_channel=None)
     assert channel.missing_settings(unset) == [
         "SLACK_BOT_TOKEN",
-        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET",
         "HUMANGATE_SLACK_CHANNEL",
     ]
+    assert channel.openings(unset) == []
     configured = Settings(
         _env_file=None,
         slack_bot_token=SecretStr("xoxb-1"),
@@ -90,6 +91,30 @@ def test_slack_needs_a_token_a_signing_secret_and_a_channel() -> None:
         slack_channel="U123",
     )
     assert channel.missing_settings(configured) == []
+    assert channel.openings(configured) == []  # Slack calls /slack/events
+    sockets = Settings(
+        _env_file=None,
+        slack_bot_token=SecretStr("xoxb-1"),
+        slack_app_token=SecretStr("xapp-1"),
+        slack_channel="U123",
+        slack_sockets=3,
+    )
+    assert channel.missing_settings(sockets) == []
+    (opening,) = channel.openings(sockets)
+    assert (opening.platform, opening.slots, opening.mode) == ("slack", 3, "socket mode")
+
+
+@pytest.mark.parametrize("count", ["0", "11", "two"])
+def test_slack_sockets_are_1_to_10(count: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HUMANGATE_SLACK_SOCKETS", count)
+    with pytest.raises(ValidationError, match="slack_sockets"):
+        Settings(_env_file=None)
+    monkeypatch.setenv("HUMANGATE_SLACK_SOCKETS", "10")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-env")
+    from_env = Settings(_env_file=None)
+    assert from_env.slack_sockets == 10
+    assert from_env.slack_app_token is not None
+    assert from_env.slack_app_token.get_secret_value() == "xapp-1-env"
 
 
 def test_an_approval_is_approved_in_one_click_and_declined_or_canceled_beside_it() -> None:

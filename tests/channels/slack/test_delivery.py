@@ -18,7 +18,7 @@ from gateway.core.store import HumanFunctionStore
 from schemas.errors import DeliveryError
 from schemas.settings import Settings, override_settings
 from tests.conftest import StartGateway, run_cli
-from tests.fakes.slack import MANIFEST, FakeSlack
+from tests.fakes.slack import MANIFEST, SOCKET_MODE_MANIFEST, FakeSlack
 from tests.gateway.flows import start_call
 from workers import jobs
 from workers.loop import close_job_loop
@@ -150,3 +150,14 @@ def test_the_app_manifest_points_slack_at_the_events_route_with_every_scope_doct
     assert manifest["features"]["bot_user"]["display_name"]
     wanted = {"chat:write", "users:read", "channels:history", "groups:history", "im:write", "im:history"}
     assert wanted <= set(manifest["oauth_config"]["scopes"]["bot"])
+
+
+def test_the_socket_mode_manifest_has_no_url_and_the_same_app() -> None:
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    sockets = yaml.safe_load(SOCKET_MODE_MANIFEST.read_text())
+    assert sockets["settings"]["socket_mode_enabled"] is True
+    assert sockets["settings"]["interactivity"] == {"is_enabled": True}
+    assert "humangate.example.com" not in SOCKET_MODE_MANIFEST.read_text()
+    assert manifest["settings"]["socket_mode_enabled"] is False
+    for same in ("display_information", "features", "oauth_config"):
+        assert sockets[same] == manifest[same]

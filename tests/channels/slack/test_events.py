@@ -94,5 +94,6 @@ async def test_slack_events_say_which_settings_are_missing(start_gateway: StartG
         response = await client.post(f"{gateway.url}/slack/events", content=b"payload=%7B%7D")
     assert response.status_code == 404
     assert response.text == (
-        "Slack is not configured on this gateway: set SLACK_SIGNING_SECRET, HUMANGATE_SLACK_CHANNEL"
+        "Slack is not configured on this gateway: set SLACK_APP_TOKEN or SLACK_SIGNING_SECRET,"
+        " HUMANGATE_SLACK_CHANNEL"
     )

@@ -1,6 +1,7 @@
 """Slack end to end: the official MCP client calls ``elicit(uiType=slack)`` on a real gateway process,
-the real slack-sdk posts to the fake Slack, people answer with signed callbacks, and the message shows
-the outcome, whichever path ended the request."""
+the real slack-sdk posts to the fake Slack, people answer with signed callbacks or over Socket Mode
+(``slack_via``: each test that clicks runs both ways), and the message shows the outcome, whichever
+path ended the request."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import httpx
 
 from tests.conftest import StartGateway
 from tests.fakes.slack import FakeSlack
-from tests.fakes.slack_callbacks import click, send, submission
+from tests.fakes.slack_callbacks import Interactions, click, submission
 from tests.gateway.flows import post_form, start_call
 from tests.mcp_client import call_elicit, text_of
 
@@ -58,9 +59,9 @@ def has_inputs(blocks: list[dict[str, Any]]) -> bool:
 
 
 async def test_approve_in_one_click_returns_the_exact_text_and_updates_the_message(
-    start_gateway: StartGateway, slack: FakeSlack
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
 ) -> None:
-    gateway = start_gateway(**slack.env())
+    gateway = start_gateway(**slack_via.env())
     call = start_call(gateway.url, {"message": "Deploy v2.1?", "schema": APPROVAL})  # slack by default
     (message,) = await slack.posted()
     hf_id = message["metadata"]["event_payload"]["hf_id"]
@@ -68,8 +69,8 @@ async def test_approve_in_one_click_returns_the_exact_text_and_updates_the_messa
     assert "Deploy v2.1?" in shown(message["blocks"])
     await asyncio.wait_for(call.first_progress.wait(), 30)
     assert f"on slack (Human Function {hf_id})" in (call.progress[0][2] or "")
-    response = await send(gateway.url, click(message, "hg:approve", "U1", slack.url))
-    assert response.status_code == 200 and response.elapsed.total_seconds() < 3
+    response = await slack_via.send(gateway.url, click(message, "hg:approve", "U1", slack.url))
+    assert response.status == 200 and response.seconds < 3
     result = await call.result()
     assert text_of(result) == 'User provided: {"approved":true}'
     assert result.structured_content == {
@@ -86,17 +87,17 @@ async def test_approve_in_one_click_returns_the_exact_text_and_updates_the_messa
 
 
 async def test_decline_with_a_reason_and_cancel_go_through_the_reason_modal(
-    start_gateway: StartGateway, slack: FakeSlack
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
 ) -> None:
-    gateway = start_gateway(**slack.env())
+    gateway = start_gateway(**slack_via.env())
     declined = start_call(gateway.url, {"message": "Drop the table?", "schema": APPROVAL, "uiType": "slack"})
     (message,) = await slack.posted()
-    assert (await send(gateway.url, click(message, "hg:decline", "U2", slack.url))).status_code == 200
+    assert (await slack_via.send(gateway.url, click(message, "hg:decline", "U2", slack.url))).status == 200
     view = await slack.opened_view()
     assert view["callback_id"] == "hg:reason"
     reason = {"reason": {"type": "plain_text_input", "value": "  Too risky on a Friday "}}
-    response = await send(gateway.url, submission(view, reason, "U2"))
-    assert response.status_code == 200 and response.content in (b"", b"{}")
+    response = await slack_via.send(gateway.url, submission(view, reason, "U2"))
+    assert response.status == 200 and response.body is None
     result = await declined.result()
     assert text_of(result) == "User declined: Too risky on a Friday" and result.is_error
     update = await slack.updated()
@@ -105,9 +106,11 @@ async def test_decline_with_a_reason_and_cancel_go_through_the_reason_modal(
 
     canceled = start_call(gateway.url, {"message": "Rotate keys?", "schema": APPROVAL, "uiType": "slack"})
     _, second = await slack.posted(2)
-    await send(gateway.url, click(second, "hg:cancel", "U1", slack.url))
+    await slack_via.send(gateway.url, click(second, "hg:cancel", "U1", slack.url))
     view = await slack.opened_view(2)
-    await send(gateway.url, submission(view, {"reason": {"type": "plain_text_input", "value": None}}, "U1"))
+    await slack_via.send(
+        gateway.url, submission(view, {"reason": {"type": "plain_text_input", "value": None}}, "U1")
+    )
     result = await canceled.result()
     assert text_of(result) == "User canceled: No reason given" and result.is_error
     update = await slack.updated(lambda args: args["ts"] == second["ts"])
@@ -115,12 +118,12 @@ async def test_decline_with_a_reason_and_cancel_go_through_the_reason_modal(
 
 
 async def test_a_modal_form_shows_field_errors_inline_then_accepts_a_valid_answer(
-    start_gateway: StartGateway, slack: FakeSlack
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
 ) -> None:
-    gateway = start_gateway(**slack.env())
+    gateway = start_gateway(**slack_via.env())
     call = start_call(gateway.url, {"message": "Fill this in", "schema": FORM, "uiType": "slack"})
     (message,) = await slack.posted()
-    await send(gateway.url, click(message, "hg:respond", "U1", slack.url))
+    await slack_via.send(gateway.url, click(message, "hg:respond", "U1", slack.url))
     view = await slack.opened_view()
     assert [b["element"]["type"] for b in view["blocks"] if b["type"] == "input"] == [
         "plain_text_input",
@@ -132,8 +135,8 @@ async def test_a_modal_form_shows_field_errors_inline_then_accepts_a_valid_answe
         "f1": {"type": "number_input", "value": "9"},
         "f2": {"type": "checkboxes", "selected_options": [{"value": "0"}, {"value": "1"}, {"value": "2"}]},
     }
-    response = await send(gateway.url, submission(view, bad, "U1"))
-    assert response.status_code == 200
+    response = await slack_via.send(gateway.url, submission(view, bad, "U1"))
+    assert response.status == 200
     assert response.json() == {
         "response_action": "errors",
         "errors": {
@@ -147,8 +150,8 @@ async def test_a_modal_form_shows_field_errors_inline_then_accepts_a_valid_answe
         "f1": {"type": "number_input", "value": "4"},
         "f2": {"type": "checkboxes", "selected_options": [{"value": "2"}, {"value": "0"}]},
     }
-    response = await send(gateway.url, submission(view, good, "U1"))
-    assert response.status_code == 200 and response.content in (b"", b"{}")
+    response = await slack_via.send(gateway.url, submission(view, good, "U1"))
+    assert response.status == 200 and response.body is None
     assert text_of(await call.result()) == 'User provided: {"name":"Alan","count":4,"tags":["a","c"]}'
     update = await slack.updated()
     text = shown(update["blocks"])
@@ -156,29 +159,29 @@ async def test_a_modal_form_shows_field_errors_inline_then_accepts_a_valid_answe
 
 
 async def test_a_select_with_few_options_is_one_button_per_option(
-    start_gateway: StartGateway, slack: FakeSlack
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
 ) -> None:
-    gateway = start_gateway(**slack.env())
+    gateway = start_gateway(**slack_via.env())
     call = start_call(gateway.url, {"message": "Where to?", "schema": ENVIRONMENT, "uiType": "slack"})
     (message,) = await slack.posted()
     buttons = next(b for b in message["blocks"] if b["type"] == "actions")["elements"]
     assert [b["text"]["text"] for b in buttons] == ["Development", "Production", "Decline", "Cancel"]
-    await send(gateway.url, click(message, "hg:choose:1", "U2", slack.url))
+    await slack_via.send(gateway.url, click(message, "hg:choose:1", "U2", slack.url))
     assert text_of(await call.result()) == 'User provided: {"env":"prod"}'
     assert "Answered by Bo Diddley (U2)" in shown((await slack.updated())["blocks"])
 
 
 async def test_two_clicks_at_once_have_one_winner_and_the_other_is_told_who(
-    start_gateway: StartGateway, slack: FakeSlack
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
 ) -> None:
-    gateway = start_gateway(**slack.env())
+    gateway = start_gateway(**slack_via.env())
     call = start_call(gateway.url, {"message": "Race", "schema": ENVIRONMENT, "uiType": "slack"})
     (message,) = await slack.posted()
     responses = await asyncio.gather(
-        send(gateway.url, click(message, "hg:choose:0", "U1", slack.url)),
-        send(gateway.url, click(message, "hg:choose:1", "U2", slack.url)),
+        slack_via.send(gateway.url, click(message, "hg:choose:0", "U1", slack.url)),
+        slack_via.send(gateway.url, click(message, "hg:choose:1", "U2", slack.url)),
     )
-    assert [r.status_code for r in responses] == [200, 200]
+    assert [r.status for r in responses] == [200, 200]
     result = text_of(await call.result())
     winner, loser = ("U1", "U2") if result == 'User provided: {"env":"dev"}' else ("U2", "U1")
     assert result in ('User provided: {"env":"dev"}', 'User provided: {"env":"prod"}')
@@ -196,20 +199,22 @@ async def test_two_clicks_at_once_have_one_winner_and_the_other_is_told_who(
     ]
 
 
-async def test_only_allowed_users_may_answer(start_gateway: StartGateway, slack: FakeSlack) -> None:
-    gateway = start_gateway(**slack.env(HUMANGATE_SLACK_ALLOWED_USERS="U1,U2"))
+async def test_only_allowed_users_may_answer(
+    start_gateway: StartGateway, slack: FakeSlack, slack_via: Interactions
+) -> None:
+    gateway = start_gateway(**slack_via.env(HUMANGATE_SLACK_ALLOWED_USERS="U1,U2"))
     call = start_call(gateway.url, {"message": "Ship it?", "schema": APPROVAL, "uiType": "slack"})
     (message,) = await slack.posted()
-    await send(gateway.url, click(message, "hg:approve", "U3", slack.url))
+    await slack_via.send(gateway.url, click(message, "hg:approve", "U3", slack.url))
     (reply,) = await slack.replies()
     assert reply["response_type"] == "ephemeral" and "not allowed" in reply["text"]
-    await send(gateway.url, click(message, "hg:decline", "U1", slack.url))
+    await slack_via.send(gateway.url, click(message, "hg:decline", "U1", slack.url))
     view = await slack.opened_view()
-    refused = await send(gateway.url, submission(view, {}, "U3"))
+    refused = await slack_via.send(gateway.url, submission(view, {}, "U3"))
     assert refused.json()["response_action"] == "update"
     assert "not allowed" in refused.json()["view"]["blocks"][0]["text"]["text"]
     assert not call.task.done()
-    await send(gateway.url, click(message, "hg:approve", "U1", slack.url))
+    await slack_via.send(gateway.url, click(message, "hg:approve", "U1", slack.url))
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
     assert len(slack.server.calls_to("/api/views.open")) == 1
 

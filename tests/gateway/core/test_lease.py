@@ -200,7 +200,7 @@ async def test_a_sigkilled_holder_is_taken_over_within_the_bound(redis_client: R
         process.wait()
         took = await until(lambda: seen.holding("here") == {"discord:0"}, timeout=TAKEOVER_BOUND + 5)
         assert took <= TAKEOVER_BOUND + 0.5
-        assert took <= 15.0  # SPEC §15
+        assert took <= 15.0  # the takeover the docs promise
         await keeper.stop()
     finally:
         if process.poll() is None:
