@@ -182,12 +182,17 @@ def check_policy_file(file: str | None) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from gateway.core.callers import KeyRing
     from gateway.core.redis_client import RedisTarget, async_redis
+    from schemas.errors import InvalidRequestError
 
     async def act(target: RedisTarget) -> int:
         async with async_redis(target) as redis:
             ring = KeyRing(redis, get_settings())
             if args.keys_command == "create":
-                key = await ring.create(args.name, operator=args.operator)
+                try:
+                    key = await ring.create(args.name, operator=args.operator)
+                except InvalidRequestError as exc:
+                    sys.stderr.write(f"humangate keys create: {exc}\n")
+                    return 2
                 sys.stdout.write(f"{key}\n")
                 sys.stderr.write("Store this key now: it is shown only once.\n")
             elif args.keys_command == "list":

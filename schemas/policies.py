@@ -58,6 +58,11 @@ GROUP_PREFIXES = ("slack:group:", "discord:role:")
 one turn when ``order = "sequential"``."""
 
 
+def is_name(value: str) -> bool:
+    """Whether ``value`` follows ``NAME_RULE`` (a policy's name, a key's name)."""
+    return _NAME.fullmatch(value) is not None
+
+
 def _caller(value: str) -> str:
     if value not in (ANY_CALLER, ANONYMOUS) and not _NAME.fullmatch(value):
         raise ValueError(f"{value!r} is not a key name ({NAME_RULE}), 'anonymous' or '*'")
