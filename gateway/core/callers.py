@@ -10,6 +10,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,6 +129,16 @@ def env_keys(settings: Settings) -> dict[str, str]:
         if key:
             found[digest(key)] = name
     return found
+
+
+def operator_names(records: Mapping[Any, Any]) -> set[str]:
+    """The names of the operator keys among stored key records (``HGETALL`` of the keys hash)."""
+    names = set()
+    for record in records.values():
+        data = json.loads(record)
+        if data.get("operator") is True:
+            names.add(str(data["name"]))
+    return names
 
 
 class KeyRing:
