@@ -144,8 +144,8 @@ def test_policy_check_and_serve_warn_about_what_cannot_work(
         "no reminder is ever sent",
         f"{path}:4: warning: policies.forms.approvers[1]: 'operator:nobody' names no operator key, so nobody "
         "can answer as it (humangate keys create nobody --operator makes one)",
-        f"{path}:12: warning: policies.deploys.steps[0].approvers[0]: 'operator:ghost' names no operator key, "
-        "so nobody can answer as it (humangate keys create ghost --operator makes one)",
+        f"{path}:12: warning: policies.deploys.steps[0].approvers[0]: 'operator:ghost' names no operator "
+        "key, so nobody can answer as it (humangate keys create ghost --operator makes one)",
     ]
     checked = run_cli("policy", "check", str(path), env={}, redis_url=redis_url)
     assert checked.returncode == 0, checked.stdout + checked.stderr
