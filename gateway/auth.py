@@ -1,10 +1,16 @@
-"""Authentication in front of ``/mcp``: a wrong key is a 401 before any MCP handling."""
+"""Authentication in front of ``/mcp``: a wrong key is a 401 before any MCP handling.
+
+A refusal here is a JSON-RPC error body (``id`` null), its ``message`` saying what is wrong and how
+to get a key, and ``data`` humangate's error body: MCP clients show a JSON-RPC error's message
+to their user (the official Python SDK reads it at any HTTP status), where humangate's own body
+would become "Server returned an error response"."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from starlette.responses import JSONResponse
+from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.core.callers import CALLER_STATE_KEY
@@ -39,5 +45,16 @@ class CallerAuth:
         await self.app(scope, receive, send)
 
 
-def _error(exc: HumangateError) -> JSONResponse:
-    return JSONResponse(error_body(exc), status_code=status_of(exc), headers=error_headers(exc))
+REFUSAL_PREFIXES = {401: "Unauthorized: ", 503: "Service unavailable: "}
+"""How the JSON-RPC message of a refusal starts, by status."""
+
+
+def _error(exc: HumangateError) -> Response:
+    status = status_of(exc)
+    body = error_body(exc)
+    message = f"{REFUSAL_PREFIXES.get(status, '')}{body['detail']}"
+    error = ErrorData(code=INVALID_REQUEST, message=message, data=body)
+    refusal = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+    return JSONResponse(
+        refusal.model_dump(mode="json", by_alias=True), status_code=status, headers=error_headers(exc)
+    )

@@ -138,56 +138,63 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def check_policy_file(file: str | None) -> int:
     """``humangate policy check [FILE]``: each mistake as ``FILE:LINE: field: rule`` (exit 1), or
-    a summary of the valid file (exit 0)."""
-    from gateway.core.policies import DEFAULT_POLICY_FILE, policy_path, read_policies
-    from gateway.core.webhooks import url_mistakes
-    from schemas.policies import PolicyFileError
-    from schemas.webhooks import webhook_lines
+    a summary of the valid file (exit 0); warnings on stderr, ``FILE:LINE: warning: field: rule``."""
+    from gateway.core.local import running_embedded_url
+    from gateway.core.policies import DEFAULT_POLICY_FILE, check_file, policy_path, stored_operators
+    from gateway.core.redis_target import RedisTarget
 
-    path = Path(file) if file is not None else policy_path(get_settings())
+    settings = get_settings()
+    path = Path(file) if file is not None else policy_path(settings)
     if path is None:
         sys.stdout.write(
             f"no policy file: HUMANGATE_POLICY_FILE is not set and ./{DEFAULT_POLICY_FILE} does not exist, "
             "so requests go where their caller asks, and anyone there may answer\n"
         )
         return 0
-    try:
-        policies = read_policies(path)
-    except PolicyFileError as exc:
-        for mistake in exc.mistakes:
-            line = f":{mistake.line}" if mistake.line is not None else ""
-            field = f" {mistake.field}:" if mistake.field else ""
-            sys.stdout.write(f"{path}{line}:{field} {mistake.rule}\n")
-        sys.stderr.write(f"{path}: {len(exc.mistakes)} mistake(s)\n")
-        return 1
-    refused, warnings = url_mistakes(policies, get_settings())
-    if refused:
-        lines = webhook_lines(path.read_text(encoding="utf-8"))
-        for index, reason in refused:
-            at: int | None = lines[index].get("url", lines[index][""]) if index < len(lines) else None
-            sys.stdout.write(f"{path}{f':{at}' if at else ''}: webhooks[{index}].url: {reason}\n")
-        sys.stderr.write(f"{path}: {len(refused)} mistake(s)\n")
-        return 1
-    count = len(policies.policies)
-    sys.stdout.write(f"{path}: valid, {count} {'policy' if count == 1 else 'policies'}\n")
-    for policy in policies.policies:
-        sys.stdout.write(f"  {policy.describe()}\n")
-    for hook in policies.webhooks:
-        sys.stdout.write(f"  {hook.describe()}\n")
+    checked = check_file(path, settings)
+    warnings = list(checked.warnings)
+    if checked.names_operators():
+        url = None if settings.external_redis else running_embedded_url(settings.data_dir)
+        target = RedisTarget.of(settings) if settings.external_redis else (RedisTarget(url) if url else None)
+        operators = stored_operators(target) if target is not None else None
+        if operators is not None:
+            warnings += checked.operator_warnings(operators)
+        else:
+            where = "no Redis found" if target is None else f"Redis ({target.describe()}) does not answer"
+            sys.stderr.write(
+                f"{path}: note: operator: approvers not checked against the operator keys ({where})\n"
+            )
+    for mistake in checked.mistakes:
+        sys.stdout.write(mistake.at(str(path)) + "\n")
+    if checked.mistakes:
+        sys.stderr.write(f"{path}: {len(checked.mistakes)} mistake(s)\n")
+    else:
+        policies = checked.policies
+        count = len(policies.policies)
+        sys.stdout.write(f"{path}: valid, {count} {'policy' if count == 1 else 'policies'}\n")
+        for policy in policies.policies:
+            sys.stdout.write(f"  {policy.describe()}\n")
+        for hook in policies.webhooks:
+            sys.stdout.write(f"  {hook.describe()}\n")
     for warning in warnings:
-        sys.stderr.write(f"{path}: warning: {warning}\n")
-    return 0
+        sys.stderr.write(warning.at(str(path), "warning: ") + "\n")
+    return 1 if checked.mistakes else 0
 
 
 def _keys(args: argparse.Namespace) -> int:
     from gateway.core.callers import KeyRing
     from gateway.core.redis_client import RedisTarget, async_redis
+    from schemas.errors import InvalidRequestError
 
     async def act(target: RedisTarget) -> int:
         async with async_redis(target) as redis:
             ring = KeyRing(redis, get_settings())
             if args.keys_command == "create":
-                key = await ring.create(args.name, operator=args.operator)
+                try:
+                    key = await ring.create(args.name, operator=args.operator)
+                except InvalidRequestError as exc:
+                    sys.stderr.write(f"humangate keys create: {exc}\n")
+                    return 2
                 sys.stdout.write(f"{key}\n")
                 sys.stderr.write("Store this key now: it is shown only once.\n")
             elif args.keys_command == "list":

@@ -82,6 +82,12 @@ def run_export(since: str | None, until: str | None, form: str) -> int:
     except ValueError as exc:
         sys.stderr.write(f"humangate audit export: --since/--until: {exc}\n")
         return 2
+    if low is not None and high is not None and low > high:
+        sys.stderr.write(
+            f"humangate audit export: --since {since} is later than --until {until}: no event can be "
+            "in that range; swap them\n"
+        )
+        return 2
 
     async def act(redis: Redis) -> int:
         return await write_export(audit.export(redis, low, high), sys.stdout, form)

@@ -23,7 +23,7 @@ from channels.registry import configured_channels
 from gateway.core import redis_check
 from gateway.core.embedded import EmbeddedRedis
 from gateway.core.local import url_file
-from gateway.core.policies import startup_policies
+from gateway.core.policies import log_operator_warnings, startup_check
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.logs import install_redaction
@@ -99,7 +99,8 @@ def check_redis(target: RedisTarget) -> None:
 def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
     """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
     settings = get_settings()
-    policies, refusal = startup_policies(settings)
+    checked = startup_check(settings)
+    policies, refusal = checked.policies, checked.refusal()
     if refusal is not None:
         sys.stderr.write(f"humangate serve: not starting: {refusal}\n")
         return 2
@@ -122,6 +123,7 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
             os.environ["HUMANGATE_REDIS_URL"] = embedded.url
         target = RedisTarget.of(settings)
         check_redis(target)
+        log_operator_warnings(checked, target)
         if with_worker if with_worker is not None else embedded is not None:
             worker = start_worker_thread(target, configured_channels(settings))
         config = uvicorn.Config(

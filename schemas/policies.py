@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
+from schemas.policy_rules import TARGET_FORMS, Loc, table_rules
 from schemas.toml_lines import KeyLines
 from schemas.unique import unique
 from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
@@ -44,18 +45,12 @@ _APPROVER_FORMS = (
 )
 """Every form an approver may take, with an example of each."""
 
-TARGET_FORMS = {
-    "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
-    "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
-    "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
-}
-"""What a target looks like on each channel that posts (the web form posts nothing: it has none)."""
-
 ChannelName = Literal["slack", "discord", "teams", "web"]
 
-GROUP_PREFIXES = ("slack:group:", "discord:role:")
-"""Approvers that stand for many people (a Slack user group, a Discord role); each still counts as
-one turn when ``order = "sequential"``."""
+
+def is_name(value: str) -> bool:
+    """Whether ``value`` follows ``NAME_RULE`` (a policy's name, a key's name)."""
+    return _NAME.fullmatch(value) is not None
 
 
 def _caller(value: str) -> str:
@@ -101,15 +96,6 @@ class Targets(BaseModel):
         return [(channel, target) for channel in TARGET_FORMS if (target := self.of(channel))]
 
 
-MENTION_PREFIXES = {
-    "slack": ("slack:",),
-    "discord": ("discord:user:", "discord:role:"),
-    "teams": ("teams:",),
-    "web": (),
-}
-"""Which approver forms a post on each channel can mention (the web form posts nothing)."""
-
-
 class Step(BaseModel):
     """One ``[[policies.<name>.steps]]`` table (docs/escalation.md#steps): once ``after`` seconds
     have passed and the request is still pending, it is posted on ``channel`` too."""
@@ -129,27 +115,6 @@ class Step(BaseModel):
         default_factory=list
     )
     """Who may answer too once the step has posted, beside the policy's approvers."""
-
-    @model_validator(mode="after")
-    def _fits_channel(self) -> Step:
-        if self.target is not None:
-            if self.channel not in TARGET_FORMS:
-                raise ValueError("target: the web form posts nothing, so it has no target")
-            form, words = TARGET_FORMS[self.channel]
-            if not form.fullmatch(self.target):
-                raise ValueError(f"target: {self.target!r} is not {words}")
-        prefixes = MENTION_PREFIXES[self.channel]
-        for index, name in enumerate(self.mention):
-            if not name.startswith(prefixes):
-                raise ValueError(
-                    f"mention[{index}]: {name!r} cannot be mentioned on {self.channel}"
-                    + (
-                        f" (use {', '.join(p + '...' for p in prefixes)})"
-                        if prefixes
-                        else " (it posts nothing)"
-                    )
-                )
-        return self
 
 
 def _ascending(values: list[float]) -> list[float]:
@@ -196,76 +161,22 @@ class PolicyTable(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     """Where the request is posted, and when (docs/escalation.md#steps); empty: its channel only."""
 
-    @model_validator(mode="after")
-    def _steps_in_order(self) -> PolicyTable:
-        for index, step in enumerate(self.steps):
-            if index == 0 and step.after != 0:
-                raise ValueError("steps[0].after: the first step must have after = 0 (it is the first post)")
-            if index > 0 and step.after < self.steps[index - 1].after:
-                raise ValueError(
-                    f"steps[{index}].after: must not be less than the step before's "
-                    f"({step.after:g} < {self.steps[index - 1].after:g})"
-                )
-            if index > 0 and step.channel == "web":
-                raise ValueError(
-                    f"steps[{index}].channel: web posts nothing, so only the first step may use it"
-                )
-            if self.channels is not None and step.channel not in self.channels:
-                raise ValueError(
-                    f"steps[{index}].channel: {step.channel} is not in this policy's channels "
-                    f"({', '.join(self.channels)})"
-                )
-            if self.timeout is not None and step.after >= self.timeout:
-                raise ValueError(
-                    f"steps[{index}].after: {step.after:g} s is not before the policy's timeout "
-                    f"({self.timeout:g} s), so it would never post"
-                )
-        if self.timeout is not None:
-            for index, at in enumerate(self.remind):
-                if at >= self.timeout:
-                    raise ValueError(
-                        f"remind[{index}]: {at:g} s is not before the policy's timeout ({self.timeout:g} s)"
-                    )
-        return self
-
     def target_of(self, step: Step) -> str | None:
         """Where ``step`` posts: its own target, else this policy's target of its channel."""
         return step.target if step.target is not None else self.targets.of(step.channel)
 
-    @model_validator(mode="after")
-    def _targets_of_allowed_channels(self) -> PolicyTable:
-        if self.channels is not None:
-            for channel, _ in self.targets.items():
-                if channel not in self.channels:
-                    raise ValueError(
-                        f"targets.{channel}: {channel} is not in this policy's channels "
-                        f"({', '.join(self.channels)})"
-                    )
-        return self
-
-    @model_validator(mode="after")
-    def _approvals_who_can_give_them(self) -> PolicyTable:
-        if (self.approvals > 1 or self.order == "sequential") and not self.approvers:
-            why = f"approvals = {self.approvals}" if self.approvals > 1 else 'order = "sequential"'
-            raise ValueError(f"approvers: {why} needs approvers; list who may approve")
-        if self.order == "sequential" and self.approvals != len(self.approvers):
-            raise ValueError(
-                f'approvals: with order = "sequential" every approver is asked in turn, so approvals '
-                f"must be {len(self.approvers)} (the number of approvers), not {self.approvals}"
-            )
-        groups = any(name.startswith(GROUP_PREFIXES) for name in self.approvers)
-        if self.approvals > 1 and self.approvals > len(self.approvers) and not groups:
-            raise ValueError(
-                f"approvals: {self.approvals} approvals need at least {self.approvals} approvers "
-                f"(or a group or role); {len(self.approvers)} listed"
-            )
-        return self
-
 
 class Policy(PolicyTable):
-    """A policy with its name (the table's)."""
+    """A policy with its name (the table's); it keeps every rule between its keys (``table_rules``)."""
 
     name: str
+
+    @model_validator(mode="after")
+    def _rules_between_keys(self) -> Policy:
+        broken = table_rules(self.model_dump(exclude={"name"}))
+        if broken:
+            raise ValueError("; ".join(f"{_field(loc)}: {rule}" for loc, rule in broken))
+        return self
 
     def applies_to(self, caller: str, authenticated: bool) -> bool:
         """Whether this policy's ``callers`` names the caller (key ``caller``, or anonymous)."""
@@ -318,6 +229,16 @@ class Mistake:
         where = f"line {self.line}: " if self.line is not None else ""
         return f"{where}{self.field}: {self.rule}" if self.field else f"{where}{self.rule}"
 
+    def at(self, source: str, kind: str = "") -> str:
+        """``FILE:LINE: field: rule`` (``kind`` before the field: ``warning: ``), as
+        ``humangate policy check`` and ``serve`` print it."""
+        line = f":{self.line}" if self.line is not None else ""
+        return (
+            f"{source}{line}: {kind}{self.field}: {self.rule}"
+            if self.field
+            else f"{source}{line}: {kind}{self.rule}"
+        )
+
 
 class PolicyFileError(HumangateError):
     """A policy file humangate cannot use; ``mistakes`` lists each one with its line and field."""
@@ -367,14 +288,24 @@ def parse_policies(text: str, source: str = "the policy file") -> Policies:
         Mistake(lines.line_of(loc), _field(loc), rule) for loc, rule in _check_names(data.get("policies"))
     ]
     mistakes += [Mistake(_line(lines, hooks, loc), _field(loc), rule) for loc, rule in _check_urls(data)]
+    refused: list[Loc] = []
+    parsed: _File | None = None
     try:
         parsed = _File.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors(include_url=False):
             loc, rule = _explained(error)
+            refused.append(loc)
             mistakes.append(Mistake(_line(lines, hooks, loc), _field(loc), rule))
-        raise PolicyFileError(source, _sorted(mistakes)) from None
-    if mistakes:
+    # The rules between a table's keys run whatever else is wrong (schemas.policy_rules).
+    tables = data.get("policies")
+    for name, table in tables.items() if isinstance(tables, Mapping) else ():
+        if isinstance(table, Mapping):
+            own = [loc[2:] for loc in refused if loc[:2] == ("policies", name)]
+            for loc, rule in table_rules(table, own):
+                place = ("policies", name, *loc)
+                mistakes.append(Mistake(lines.line_of(place), _field(place), rule))
+    if mistakes or parsed is None:
         raise PolicyFileError(source, _sorted(mistakes))
     named = tuple(Policy(name=name, **dict(table)) for name, table in parsed.policies.items())
     return Policies(named, source, tuple(parsed.webhooks))
@@ -414,6 +345,11 @@ def _check_names(policies: object) -> list[tuple[tuple[str | int, ...], str]]:
     ]
 
 
+def sorted_mistakes(mistakes: list[Mistake]) -> list[Mistake]:
+    """In file order: by line (those without one last), then field."""
+    return _sorted(mistakes)
+
+
 def _sorted(mistakes: list[Mistake]) -> list[Mistake]:
     return sorted(mistakes, key=lambda m: (m.line is None, m.line or 0, m.field))
 
@@ -450,11 +386,7 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
             return loc, "is not a step setting; the settings are " + ", ".join(Step.model_fields)
         return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
     if kind == "value_error":
-        message = message.removeprefix("Value error, ")
-        place = _PLACE.match(message)
-        if place:
-            return (*loc, *_loc_of(place.group(1))), message[place.end() :]
-        return loc, message
+        return loc, message.removeprefix("Value error, ")
     if kind == "literal_error" and len(loc) >= 3 and (loc[2] == "channels" or loc[-1] == "channel"):
         return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
     if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
@@ -474,15 +406,6 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     if message.startswith("Input should be "):
         return loc, "must be " + message.removeprefix("Input should be ")
     return loc, message[:1].lower() + message[1:]
-
-
-_PLACE = re.compile(r"((?:targets|steps|remind|target|mention|approvers|approvals)(?:\.\w+|\[\d+\])*): ")
-"""The place a model validator's message starts with (``steps[1].after: ...``), under its table."""
-
-
-def _loc_of(place: str) -> tuple[str | int, ...]:
-    """``steps[1].after`` -> ``("steps", 1, "after")``."""
-    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"\w+", place))
 
 
 def _toml_type(value: object) -> str:

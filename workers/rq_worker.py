@@ -60,6 +60,28 @@ STOP_TIMEOUT = 130.0
 """Seconds a stopping gateway waits for its worker thread's job in flight (a job's timeout + 10)."""
 
 
+RQ_RETRYING = "Worker %s: could not connect to Redis instance"
+"""How RQ's log line starts when its wait for jobs failed on a Redis error and it will try again
+(in a failover: ``No master found for 'humangate' ... retrying in 1 seconds...``)."""
+
+
+class RetryIsWarning(logging.Filter):
+    """RQ logs each failed wait for jobs at ERROR, though it retries and a failover is ridden out
+    (docs/scaling.md): such a line is a WARNING. Errors RQ does not retry stay errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(RQ_RETRYING):
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+def install_rq_log_levels() -> None:
+    """Put ``RetryIsWarning`` on RQ's worker logger (once per process)."""
+    rq_logger = logging.getLogger("rq.worker")
+    if not any(isinstance(f, RetryIsWarning) for f in rq_logger.filters):
+        rq_logger.addFilter(RetryIsWarning())
+
+
 class HumangateWorker(SimpleWorker):
     """An RQ worker that runs jobs in its own process (they share the process's job loop)."""
 
@@ -93,6 +115,7 @@ def queues_of(connection: SyncRedis, channels: list[str]) -> list[Queue]:
 def _worker(cls: type[HumangateWorker], target: RedisTarget, channels: list[str]) -> HumangateWorker:
     """A worker, once Redis answers (RQ talks to Redis as it builds one): a worker started during a
     Redis outage waits for it instead of dying."""
+    install_rq_log_levels()
     connection = sync_redis(target)
     waiting = False
     while True:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,6 +19,7 @@ from redis.asyncio import Redis
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import store_operation, text
 from schemas.errors import AuthError, InvalidRequestError
+from schemas.policies import NAME_RULE, is_name
 from schemas.settings import Settings
 
 ANONYMOUS = "anonymous"
@@ -34,6 +36,25 @@ ANONYMOUS_MAX_PENDING = 10
 
 KEY_PREFIX = "hg_"
 """Prefix of generated keys, so a leaked one is easy to recognise in logs and scanners."""
+
+GET_A_KEY = "an operator of this gateway makes one with: humangate keys create NAME"
+"""How a caller refused for its key gets one (the 401's text says it)."""
+
+CREATE_KEY = """
+-- KEYS[1] the keys hash; ARGV: name, digest, record. Creates the key unless a stored key already
+-- has that name (an operator key or not): returns "" when created, else the kind of the holder.
+for _, record in ipairs(redis.call('HVALS', KEYS[1])) do
+  local stored = cjson.decode(record)
+  if stored['name'] == ARGV[1] then
+    if stored['operator'] == true then return 'operator' end
+    return 'caller'
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+return ''
+"""
+"""Creating a key and checking its name is free, in one atomic step (two ``keys create`` at once
+cannot both take a name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +131,16 @@ def env_keys(settings: Settings) -> dict[str, str]:
     return found
 
 
+def operator_names(records: Mapping[Any, Any]) -> set[str]:
+    """The names of the operator keys among stored key records (``HGETALL`` of the keys hash)."""
+    names = set()
+    for record in records.values():
+        data = json.loads(record)
+        if data.get("operator") is True:
+            names.add(str(data["name"]))
+    return names
+
+
 class KeyRing:
     """API keys: the environment's plus those created with ``humangate keys create``."""
 
@@ -123,30 +154,44 @@ class KeyRing:
         """The caller an ``Authorization`` header names; ``AuthError`` for a wrong or missing key."""
         if authorization is None or not authorization.strip():
             if self.settings.require_auth:
-                raise AuthError("an API key is required: send Authorization: Bearer <key>")
+                raise AuthError(f"an API key is required: send Authorization: Bearer <key> ({GET_A_KEY})")
             return Caller(ANONYMOUS, authenticated=False, address=address)
         scheme, _, key = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
-            raise AuthError("Authorization must be 'Bearer <api key>'")
+            raise AuthError(f"Authorization must be 'Bearer <api key>' ({GET_A_KEY})")
         hashed = digest(key.strip())
         name = self._env.get(hashed)
         if name is not None:
             return Caller(name, authenticated=True, address=address)
         record = await self._stored(hashed)
         if record is None:
-            raise AuthError("invalid API key")
+            raise AuthError(
+                f"invalid API key: this gateway has no such key (mistyped, or revoked); {GET_A_KEY}"
+            )
         return Caller(str(record["name"]), authenticated=True, address=address)
 
     async def create(self, name: str, *, operator: bool = False) -> str:
         """Make a new key for ``name`` (an operator key with ``operator``); the key itself is
-        returned once and never stored."""
-        if not name or len(name) > 64 or not name.replace("-", "").replace("_", "").isalnum():
-            raise InvalidRequestError("key name: use 1-64 letters, digits, '-' or '_'")
+        returned once and never stored. ``InvalidRequestError`` for a name that breaks the rule or
+        that a key already has (a name is one key: its requests, limits and approvals are its own)."""
+        if not is_name(name):
+            raise InvalidRequestError(f"key name: {name!r} breaks the rule: {NAME_RULE}")
+        if name in self._env.values():
+            raise InvalidRequestError(
+                f"key name: {name!r} is already the name of a key in HUMANGATE_API_KEYS; choose another name"
+            )
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         fields: dict[str, object] = {"name": name, "created": time.time()}
         if operator:
             fields["operator"] = True
-        await self.redis.hset(keys.API_KEYS, digest(key), json.dumps(fields))
+        record = json.dumps(fields)
+        holder = text(await self.redis.eval(CREATE_KEY, 1, keys.API_KEYS, name, digest(key), record))
+        if holder:
+            kind = "an operator" if holder == "operator" else "a caller"
+            raise InvalidRequestError(
+                f"key name: {name!r} is already the name of {kind} key; choose another name, "
+                f"or revoke that key first (humangate keys revoke {name})"
+            )
         return key
 
     @store_operation

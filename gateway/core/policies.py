@@ -8,15 +8,22 @@ channel), the channel's configured target, and the caller's own timeout and limi
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from channels.registry import configured_channels, default_channel
-from gateway.core.callers import Caller
-from gateway.core.webhooks import url_mistakes
+from channels.registry import CHANNELS, channel_names, configured_channels, default_channel
+from gateway.core import redis_keys as keys
+from gateway.core.callers import Caller, operator_names
+from gateway.core.redis_client import is_unavailable, sync_redis
+from gateway.core.redis_target import RedisTarget
+from gateway.core.webhooks import url_checks
 from schemas.errors import InvalidRequestError, PolicyRefusedError
-from schemas.policies import Mistake, Policies, Policy, PolicyFileError, parse_policies
+from schemas.policies import Mistake, Policies, Policy, PolicyFileError, parse_policies, sorted_mistakes
 from schemas.settings import Settings
+from schemas.toml_lines import KeyLines
+from schemas.webhooks import webhook_lines
 
 logger = logging.getLogger(__name__)
 
@@ -62,21 +69,172 @@ def load_policies(settings: Settings) -> Policies:
     return Policies() if path is None else read_policies(path)
 
 
+OPERATOR_PREFIX = "operator:"
+"""How an approver names an operator key (``operator:<key name>``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """What ``policy check``, ``serve`` and ``worker`` know of a policy file: every mistake (the
+    file's own, and webhook URLs of private addresses) and every warning, each with its line."""
+
+    source: str
+    policies: Policies
+    """The file's policies; empty when it has mistakes."""
+    mistakes: list[Mistake]
+    warnings: list[Mistake]
+    lines: KeyLines = field(default_factory=lambda: KeyLines(""))
+
+    def refusal(self) -> str | None:
+        """Why ``serve`` and ``worker`` must not start with this file (``None``: they may): each
+        mistake as ``policy check`` prints it."""
+        if not self.mistakes:
+            return None
+        listed = "\n".join(mistake.at(self.source) for mistake in self.mistakes)
+        count = len(self.mistakes)
+        return f"{self.source} has {count} mistake(s):\n{listed}\n(check it with: humangate policy check)"
+
+    def operator_warnings(self, operators: set[str]) -> list[Mistake]:
+        """``operator:<name>`` approvers (of a policy or a step) naming no operator key of
+        ``operators``: nobody can answer as them."""
+        found = []
+        for policy in self.policies.policies:
+            places: list[tuple[tuple[str | int, ...], str]] = [
+                (("policies", policy.name, "approvers", index), name)
+                for index, name in enumerate(policy.approvers)
+            ]
+            for step_index, step in enumerate(policy.steps):
+                places += [
+                    (("policies", policy.name, "steps", step_index, "approvers", index), name)
+                    for index, name in enumerate(step.approvers)
+                ]
+            for place, name in places:
+                key = name.removeprefix(OPERATOR_PREFIX)
+                if name.startswith(OPERATOR_PREFIX) and key not in operators:
+                    found.append(
+                        Mistake(
+                            self.lines.line_of(place),
+                            _field(place),
+                            f"{name!r} names no operator key, so nobody can answer as it "
+                            f"(humangate keys create {key} --operator makes one)",
+                        )
+                    )
+        return found
+
+    def names_operators(self) -> bool:
+        """Whether any approver is an ``operator:`` one."""
+        return any(
+            name.startswith(OPERATOR_PREFIX)
+            for policy in self.policies.policies
+            for name in [*policy.approvers, *(a for step in policy.steps for a in step.approvers)]
+        )
+
+
+def check_file(path: Path, settings: Settings) -> FileCheck:
+    """Every mistake and warning of the policy file at ``path`` (``HUMANGATE_WEBHOOK_ALLOW_PRIVATE``
+    allows every webhook URL). Webhook URLs are checked even when the file has other mistakes."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return FileCheck(source, Policies(), [Mistake(None, "", "there is no such file")], [])
+    except (OSError, UnicodeDecodeError) as exc:
+        rule = f"cannot be read ({type(exc).__name__}: {exc})"
+        return FileCheck(source, Policies(), [Mistake(None, "", rule)], [])
+    mistakes: list[Mistake] = []
+    policies = Policies()
+    try:
+        policies = parse_policies(text, source)
+    except PolicyFileError as exc:
+        mistakes += exc.mistakes
+    refused, warned = _url_checks(text, settings)
+    lines = KeyLines(text)
+    warnings = warned + _thread_warnings(policies, lines)
+    mistakes = sorted_mistakes(mistakes + refused)
+    return FileCheck(source, Policies() if mistakes else policies, mistakes, sorted_mistakes(warnings), lines)
+
+
+def _url_checks(text: str, settings: Settings) -> tuple[list[Mistake], list[Mistake]]:
+    """Each webhook URL refused (a private address) and warned about, from the file as written."""
+    try:
+        hooks = tomllib.loads(text).get("webhooks")
+    except tomllib.TOMLDecodeError:
+        return [], []
+    urls = [
+        (index, hook["url"])
+        for index, hook in enumerate(hooks if isinstance(hooks, list) else [])
+        if isinstance(hook, Mapping) and isinstance(hook.get("url"), str) and "://" in hook["url"]
+    ]
+    tables = webhook_lines(text)
+
+    def at(index: int, rule: str) -> Mistake:
+        line = tables[index].get("url", tables[index][""]) if index < len(tables) else None
+        return Mistake(line, f"webhooks[{index}].url", rule)
+
+    refused, warnings = url_checks(urls, settings)
+    return [at(index, rule) for index, rule in refused], [at(index, rule) for index, rule in warnings]
+
+
+def _thread_warnings(policies: Policies, lines: KeyLines) -> list[Mistake]:
+    """``remind`` on a policy none of whose channels posts: there is no thread to remind in."""
+    found = []
+    for policy in policies.policies:
+        allowed: list[str] = list(policy.channels or channel_names())
+        if policy.remind and not any(CHANNELS[channel].posts for channel in allowed):
+            place = ("policies", policy.name, "remind")
+            found.append(
+                Mistake(
+                    lines.line_of(place),
+                    _field(place),
+                    f"{', '.join(allowed)} posts nothing, so there is no thread to remind in: "
+                    "no reminder is ever sent",
+                )
+            )
+    return found
+
+
+def _field(place: tuple[str | int, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(place))
+
+
+def startup_check(settings: Settings) -> FileCheck:
+    """The policy file ``serve`` and ``worker`` start with (none: an empty check); its warnings are
+    logged, each with its line. ``refusal()`` says why they must not start."""
+    path = policy_path(settings)
+    if path is None:
+        return FileCheck("", Policies(), [], [])
+    checked = check_file(path, settings)
+    for warning in checked.warnings:
+        logger.warning("%s", warning.at(checked.source, "warning: "))
+    return checked
+
+
 def startup_policies(settings: Settings) -> tuple[Policies, str | None]:
     """The policies ``serve`` and ``worker`` start with, and why they must not start (``None``: they
-    may): the file has mistakes, or a webhook URL reaches a private address (docs/webhooks.md).
-    Warnings about webhook URLs are logged."""
+    may): every mistake of the file, as ``policy check`` prints them (its own, and webhook URLs of
+    private addresses, docs/webhooks.md)."""
+    checked = startup_check(settings)
+    return checked.policies, checked.refusal()
+
+
+def stored_operators(target: RedisTarget) -> set[str] | None:
+    """The names of the operator keys stored in the Redis at ``target``; ``None`` when it does not
+    answer."""
     try:
-        policies = load_policies(settings)
-    except PolicyFileError as exc:
-        return Policies(), f"{exc}\n(check it with: humangate policy check)"
-    refused, warnings = url_mistakes(policies, settings)
-    for warning in warnings:
-        logger.warning("%s", warning)
-    if not refused:
-        return policies, None
-    reasons = "\n".join(f"  webhooks[{index}].url: {reason}" for index, reason in refused)
-    return policies, f"{policies.source}:\n{reasons}"
+        with sync_redis(target) as client:
+            return operator_names(client.hgetall(keys.API_KEYS))
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return None
+
+
+def log_operator_warnings(checked: FileCheck, target: RedisTarget) -> None:
+    """At start, once Redis answers: a warning for each ``operator:<name>`` approver naming no
+    operator key (nothing when Redis does not answer: the keys cannot be read)."""
+    operators = stored_operators(target) if checked.names_operators() else None
+    for warning in checked.operator_warnings(operators) if operators is not None else []:
+        logger.warning("%s", warning.at(checked.source, "warning: "))
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,8 @@ def mcp_asking(session_id: str) -> str:
 
 
 def mcp_inbox(inbox: str) -> str:
-    """Pub/sub channel: replies carried to one gateway process (``gateway.mcp.replies``)."""
+    """List: replies carried to one gateway process, oldest first, popped by it
+    (``gateway.mcp.replies``). TTL: ``replies.INBOX_KEEP_SECONDS`` after the last reply pushed."""
     return f"{PREFIX}:mcp-inbox:{inbox}"
 
 

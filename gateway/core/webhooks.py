@@ -132,16 +132,24 @@ NO_WEBHOOKS = Webhooks(None, (), [])
 
 
 def url_mistakes(policies: Policies, settings: Settings) -> tuple[list[tuple[int, str]], list[str]]:
-    """(index and reason of each webhook URL refused, warnings) for the policy check and ``serve``
-    (every URL is allowed with ``HUMANGATE_WEBHOOK_ALLOW_PRIVATE``)."""
+    """(index and reason of each webhook URL refused, warnings) of a file's webhooks (``doctor``)."""
+    refused, warnings = url_checks(list(enumerate(hook.url for hook in policies.webhooks)), settings)
+    return refused, [f"webhooks[{index}].url: {warning}" for index, warning in warnings]
+
+
+def url_checks(
+    urls: list[tuple[int, str]], settings: Settings
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(index and reason of each URL refused, index and warning of each URL warned about) of the
+    webhook URLs ``urls`` (index, URL); every URL is allowed with ``HUMANGATE_WEBHOOK_ALLOW_PRIVATE``."""
     refused: list[tuple[int, str]] = []
-    warnings: list[str] = []
+    warnings: list[tuple[int, str]] = []
     if settings.webhook_allow_private:
         return refused, warnings
-    for index, hook in enumerate(policies.webhooks):
-        reason, warning = check_url(hook.url)
+    for index, url in urls:
+        reason, warning = check_url(url)
         if reason is not None:
             refused.append((index, reason))
         if warning is not None:
-            warnings.append(f"webhooks[{index}].url: {warning}")
+            warnings.append((index, warning))
     return refused, warnings

@@ -7,6 +7,11 @@ So a process that asks notes, in Redis, that replies on that session are for its
 that receives a reply meant for another inbox publishes it there and answers 202, as the transport
 would; and each process hands what arrives in its inbox to the session's transport, as if the
 client had posted it there.
+
+An inbox is a Redis list the process pops with a blocking read, not a pub/sub channel: a reply
+pushed while its process cannot read (a Sentinel failover, a restarting Redis) waits there and is
+handed over once the process reads again (for ``INBOX_KEEP_SECONDS``), where a published one would
+have been lost. The reader says when its inbox is unreadable and when it is readable again.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ FORWARDED_HEADERS = ("accept", "content-type", "host", "mcp-protocol-version", "
 
 RECONNECT_DELAY = 1.0
 """Seconds before listening to the inbox again after its connection failed."""
+
+INBOX_KEEP_SECONDS = 60
+"""How long replies wait in an inbox nobody reads (its process cut off from Redis, or gone): far
+longer than a failover, short enough that a dead process's inbox does not linger."""
+
+POP_SECONDS = 1
+"""Seconds one blocking read of the inbox waits before reading again (it hands a reply over the
+moment one arrives)."""
 
 Deliver = Callable[[str, bytes, dict[str, str]], Awaitable[None]]
 """Hand a carried reply (session id, body, headers) to the session's transport in this process."""
@@ -97,10 +110,13 @@ class ReplyRouter:
 
     @store_operation
     async def carry(self, inbox: str, session_id: str, body: bytes, headers: dict[str, str]) -> None:
-        """Publish a reply to the inbox of the process that waits for it."""
+        """Push a reply to the inbox of the process that waits for it (kept there until read)."""
         kept = {name: value for name, value in headers.items() if name in FORWARDED_HEADERS}
         message = json.dumps({"session": session_id, "body": body.decode(), "headers": kept})
-        await self._redis.publish(keys.mcp_inbox(inbox), message)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(keys.mcp_inbox(inbox), message)
+            pipe.expire(keys.mcp_inbox(inbox), INBOX_KEEP_SECONDS)
+            await pipe.execute()
 
     def start(self, deliver: Deliver) -> None:
         self._task = asyncio.create_task(self._listen(deliver), name="humangate-replies")
@@ -113,27 +129,28 @@ class ReplyRouter:
         await self._redis.aclose()
 
     async def _listen(self, deliver: Deliver) -> None:
-        failing = False
+        failures = 0
+        inbox = keys.mcp_inbox(self.inbox)
         while True:
             try:
-                async with self._redis.pubsub(ignore_subscribe_messages=True) as pubsub:
-                    await pubsub.subscribe(keys.mcp_inbox(self.inbox))
-                    failing = False
-                    while True:
-                        message = await pubsub.get_message(timeout=COMMAND_TIMEOUT)
-                        if message is not None:
-                            await self._hand_over(deliver, message)
+                popped: Any = await self._redis.blpop([inbox], timeout=POP_SECONDS)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not failing:
-                    logger.warning("MCP reply inbox unreadable (%s); retrying", exc)
-                failing = True
+                if not failures:
+                    logger.warning("MCP reply inbox unreadable (%s: %s); retrying", type(exc).__name__, exc)
+                failures += 1
                 await asyncio.sleep(RECONNECT_DELAY)
+                continue
+            if failures:
+                logger.info("MCP reply inbox readable again after %d failed reads", failures)
+                failures = 0
+            if popped is not None:
+                await self._hand_over(deliver, popped[1])
 
-    async def _hand_over(self, deliver: Deliver, message: dict[str, Any]) -> None:
+    async def _hand_over(self, deliver: Deliver, message: bytes | str) -> None:
         try:
-            data = json.loads(message["data"])
+            data = json.loads(message)
             await deliver(str(data["session"]), str(data["body"]).encode(), dict(data["headers"]))
         except Exception:
             logger.exception("could not hand over a carried MCP reply")

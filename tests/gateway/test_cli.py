@@ -140,3 +140,38 @@ def test_worker_in_burst_mode_drains_its_queues(redis_url: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "on queues humangate-web" in result.stderr
     assert "ERROR" not in result.stderr
+
+
+def test_keys_create_refuses_a_bad_name_and_a_name_in_use_in_one_line(redis_url: str) -> None:
+    bad = run_cli("keys", "create", "bad name!", env={}, redis_url=redis_url)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == (
+        "humangate keys create: key name: 'bad name!' breaks the rule: use 1-64 letters, digits, '-' or '_'"
+    )
+    assert "Traceback" not in bad.stderr and bad.stdout == ""
+
+    assert run_cli("keys", "create", "alice", "--operator", env={}, redis_url=redis_url).returncode == 0
+    taken = run_cli("keys", "create", "alice", env={}, redis_url=redis_url)
+    assert taken.returncode == 2 and taken.stdout == ""
+    assert taken.stderr.splitlines()[-1] == (
+        "humangate keys create: key name: 'alice' is already the name of an operator key; choose another "
+        "name, or revoke that key first (humangate keys revoke alice)"
+    )
+    from_env = run_cli("keys", "create", "ci", env={"HUMANGATE_API_KEYS": "ci:k-ci"}, redis_url=redis_url)
+    assert from_env.returncode == 2
+    assert "'ci' is already the name of a key in HUMANGATE_API_KEYS" in from_env.stderr
+    listed = run_cli("keys", "list", env={}, redis_url=redis_url)
+    assert [line.split("\t")[::2] for line in listed.stdout.splitlines()] == [["alice", "operator"]]
+    revoked = run_cli("keys", "revoke", "alice", env={}, redis_url=redis_url)
+    assert revoked.stdout == "revoked 1 key(s) named alice\n"
+
+
+def test_audit_export_refuses_a_since_later_than_its_until(redis_url: str) -> None:
+    reversed_range = run_cli(
+        "audit", "export", "--since", "2026-11-30", "--until", "2026-11-29", env={}, redis_url=redis_url
+    )
+    assert reversed_range.returncode == 2 and reversed_range.stdout == ""
+    assert reversed_range.stderr == (
+        "humangate audit export: --since 2026-11-30 is later than --until 2026-11-29: no event can be in "
+        "that range; swap them\n"
+    )

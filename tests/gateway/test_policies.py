@@ -108,10 +108,61 @@ def test_serve_refuses_an_invalid_policy_file(redis_url: str, invalid_file: Path
         redis_url=redis_url,
     )
     assert refused.returncode == 2
-    assert f"humangate serve: not starting: {invalid_file} has 3 mistake(s):" in refused.stderr
-    assert "  line 3: policies.deploys.timeout: must be greater than 0" in refused.stderr
-    assert "humangate policy check" in refused.stderr
+    # The same lines as `humangate policy check`, each with its line.
+    checked = run_cli("policy", "check", str(invalid_file), env={}).stdout.splitlines()
+    shown = refused.stderr.splitlines()
+    start = shown.index(f"humangate serve: not starting: {invalid_file} has 3 mistake(s):")
+    assert shown[start + 1 : start + 5] == [*checked, "(check it with: humangate policy check)"]
+    assert checked[0] == f"{invalid_file}:3: policies.deploys.timeout: must be greater than 0"
     assert "running on" not in refused.stderr + refused.stdout
+
+
+UNWORKABLE = """[policies.forms]
+channels  = ["web"]
+remind    = [60]
+approvers = ["operator:alice", "operator:nobody"]
+
+[policies.deploys]
+channels  = ["slack"]
+remind    = [60]
+[[policies.deploys.steps]]
+after     = 0
+channel   = "slack"
+approvers = ["operator:ghost"]
+"""
+
+
+def test_policy_check_and_serve_warn_about_what_cannot_work(
+    redis_url: str, tmp_path: Path, start_gateway: StartGateway
+) -> None:
+    path = tmp_path / "unworkable.toml"
+    path.write_text(UNWORKABLE)
+    assert run_cli("keys", "create", "alice", "--operator", env={}, redis_url=redis_url).returncode == 0
+    assert run_cli("keys", "create", "nobody", env={}, redis_url=redis_url).returncode == 0  # not an operator
+    warnings = [
+        f"{path}:3: warning: policies.forms.remind: web posts nothing, so there is no thread to remind in: "
+        "no reminder is ever sent",
+        f"{path}:4: warning: policies.forms.approvers[1]: 'operator:nobody' names no operator key, so nobody "
+        "can answer as it (humangate keys create nobody --operator makes one)",
+        f"{path}:12: warning: policies.deploys.steps[0].approvers[0]: 'operator:ghost' names no operator "
+        "key, so nobody can answer as it (humangate keys create ghost --operator makes one)",
+    ]
+    checked = run_cli("policy", "check", str(path), env={}, redis_url=redis_url)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[0] == f"{path}: valid, 2 policies"
+    assert checked.stderr.splitlines() == warnings
+
+    # Without a Redis it says the operators were not checked, and warns of the rest.
+    offline = run_cli("policy", "check", str(path), env={"HUMANGATE_DATA_DIR": str(tmp_path / "none")})
+    assert offline.returncode == 0
+    assert offline.stderr.splitlines() == [
+        f"{path}: note: operator: approvers not checked against the operator keys (no Redis found)",
+        warnings[0],
+    ]
+
+    gateway = start_gateway(HUMANGATE_POLICY_FILE=str(path))  # serve logs the same warnings, and runs
+    for warning in warnings:
+        assert warning in gateway.output(), gateway.output()
 
 
 def test_doctor_checks_every_target(redis_url: str, deploys_channel: FakeSlack, tmp_path: Path) -> None:

@@ -108,3 +108,19 @@ async def test_failed_deliveries_are_listed_and_redriven_from_the_cli(settings: 
     assert {r.headers["webhook-id"] for r in arrived} == {"msg_cli"}
     assert len({r.body for r in arrived}) == 1
     arrived[2].verified()
+
+
+def test_policy_check_lists_a_private_address_beside_the_files_other_mistakes(tmp_path: Path) -> None:
+    # A wrong secret used to stop the check before the URLs were looked at.
+    path = tmp_path / "humangate.toml"
+    path.write_text(PRIVATE.replace(f'secret = "{SECRET}"', 'secret = "not-a-secret"', 1))
+    checked = run_cli("policy", "check", str(path), env={})
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines() == [
+        f"{path}:3: webhooks[0].secret: must start with whsec_ (a Standard Webhooks secret)",
+        f"{path}:6: webhooks[1].url: 127.0.0.1 is a loopback address; webhooks go only to public "
+        "addresses (HUMANGATE_WEBHOOK_ALLOW_PRIVATE=true allows it)",
+        f"{path}:11: webhooks[2].url: localhost resolves to 127.0.0.1, a loopback address; webhooks go "
+        "only to public addresses (HUMANGATE_WEBHOOK_ALLOW_PRIVATE=true allows it)",
+    ]
+    assert checked.stderr.splitlines()[0] == f"{path}: 3 mistake(s)"

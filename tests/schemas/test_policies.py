@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.policies import Mistake, PolicyFileError, parse_policies
+from schemas.policies import Mistake, Policy, PolicyFileError, parse_policies
 
 EXAMPLE = """\
 [policies.deploys]
@@ -371,3 +371,50 @@ def test_each_step_rule_names_its_line_and_field(
     assert old in STEPS
     found = mistakes(STEPS.replace(old, new, 1))
     assert any((m.line, m.field) == (line, field) and rule in m.rule for m in found), found
+
+
+def test_every_mistake_is_listed_at_once_whatever_else_is_wrong() -> None:
+    # Each key wrong on its own used to hide every rule between the others: a reminder out of
+    # order hid the approvals rule, a mention on the wrong channel the steps' order.
+    text = """\
+[policies.p]
+timeout   = 600
+channels  = ["slack", "teams"]
+approvers = ["slack:U1"]
+approvals = 2
+remind    = [240, 60]
+targets   = { discord = "123" }
+[[policies.p.steps]]
+after   = 5
+channel = "slack"
+mention = ["teams:0f0e0d0c-0b0a-0908-0706-050403020100"]
+[[policies.p.steps]]
+after   = 700
+channel = "discord"
+"""
+    assert [str(m) for m in mistakes(text)] == [
+        "line 5: policies.p.approvals: 2 approvals need at least 2 approvers (or a group or role); 1 listed",
+        "line 6: policies.p.remind: must be in ascending order, each once (60 after 240)",
+        "line 7: policies.p.targets.discord: discord is not in this policy's channels (slack, teams)",
+        "line 9: policies.p.steps[0].after: the first step must have after = 0 (it is the first post)",
+        "line 11: policies.p.steps[0].mention[0]: 'teams:0f0e0d0c-0b0a-0908-0706-050403020100' cannot be "
+        "mentioned on slack (use slack:...)",
+        "line 13: policies.p.steps[1].after: 700 s is not before the policy's timeout (600 s), so it would "
+        "never post",
+        "line 14: policies.p.steps[1].channel: discord is not in this policy's channels (slack, teams)",
+    ]
+
+
+def test_a_key_wrong_on_its_own_is_not_used_by_the_rules_between_keys() -> None:
+    # A wrong timeout is one mistake; the steps and reminders are not measured against it.
+    text = '[policies.p]\ntimeout = "soon"\nremind = [60]\n[[policies.p.steps]]\nafter = 0\nchannel = "sms"\n'
+    assert [str(m) for m in mistakes(text)] == [
+        "line 2: policies.p.timeout: must be a number (got a string)",
+        "line 6: policies.p.steps[0].channel: 'sms' is not a channel; the channels are slack, discord, "
+        "teams, web",
+    ]
+
+
+def test_a_policy_made_in_code_keeps_the_rules_between_its_keys() -> None:
+    with pytest.raises(ValueError, match=r"approvers: approvals = 2 needs approvers"):
+        Policy(name="p", approvals=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
 from gateway.core.callers import ANONYMOUS_CALLER, Caller, KeyRing, digest
-from schemas.errors import AuthError
+from schemas.errors import AuthError, InvalidRequestError
 from schemas.settings import Settings
 
 
@@ -78,3 +79,24 @@ async def test_operator_keys_are_marked_and_only_they_name_an_operator(redis: Re
     }
     await keyring.revoke("ada")
     assert await keyring.operator_name(digest(operator)) is None
+
+
+async def test_a_name_is_one_key_whatever_its_kind(redis: Redis) -> None:
+    keyring = ring(redis)
+    await keyring.create("alice", operator=True)
+    # Two at once: the check and the write are one step, so only one can take a name.
+    results = await asyncio.gather(
+        keyring.create("bo"), keyring.create("bo", operator=True), return_exceptions=True
+    )
+    assert sorted(type(r).__name__ for r in results) == ["InvalidRequestError", "str"]
+    with pytest.raises(InvalidRequestError, match="'alice' is already the name of an operator key"):
+        await keyring.create("alice")
+    assert sorted(str(row["name"]) for row in await keyring.list()) == ["alice", "bo"]
+    assert await keyring.revoke("alice") == 1
+
+
+@pytest.mark.parametrize("name", ["bad name!", "", "x" * 65, "é", "a\n"])
+async def test_a_key_name_breaking_the_rule_is_refused(redis: Redis, name: str) -> None:
+    with pytest.raises(InvalidRequestError, match="breaks the rule: use 1-64 letters"):
+        await ring(redis).create(name)
+    assert await ring(redis).list() == []

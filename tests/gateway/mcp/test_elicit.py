@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable
 from pathlib import Path
 
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import StartGateway
 from tests.gateway.flows import post_form, start_call
@@ -182,6 +184,43 @@ async def test_a_wrong_api_key_is_a_401_and_a_right_one_gets_five_minutes(
     assert call.progress[0][1] == 300
     await post_form(form, {"hg-action": "accept", "f.approved": "false"})
     assert text_of(await call.result()) == 'User provided: {"approved":false}'
+
+
+async def refusal(call: Awaitable[object]) -> MCPError:
+    """The ``MCPError`` a call of the official client raises (its task group may wrap it)."""
+    with pytest.raises(BaseException) as raised:
+        await call
+    error: BaseException = raised.value
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    assert isinstance(error, MCPError), repr(raised.value)
+    return error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_official_client_shows_why_its_key_is_refused_and_how_to_get_one(
+    start_gateway: StartGateway, era: Era
+) -> None:
+    gateway = start_gateway(HUMANGATE_API_KEYS="ci:right-key", HUMANGATE_REQUIRE_AUTH="true")
+    arguments = {"message": "Hi", "schema": APPROVAL, "uiType": "web"}
+    get_one = "an operator of this gateway makes one with: humangate keys create NAME"
+    wrong = await refusal(call_elicit(gateway.url, arguments, api_key="wrong-key", era=era))
+    assert wrong.message == (
+        f"Unauthorized: invalid API key: this gateway has no such key (mistyped, or revoked); {get_one}"
+    )
+    assert wrong.data == {"error": "AuthError", "detail": wrong.message.removeprefix("Unauthorized: ")}
+    missing = await refusal(call_elicit(gateway.url, arguments, era=era))
+    assert missing.message == (
+        f"Unauthorized: an API key is required: send Authorization: Bearer <key> ({get_one})"
+    )
+    async with httpx.AsyncClient() as client:  # the header a client that signs in reads is kept
+        response = await client.post(
+            f"{gateway.url}/mcp",
+            headers={"Authorization": "Bearer wrong-key", "Accept": "application/json, text/event-stream"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+    assert (response.status_code, response.headers["www-authenticate"]) == (401, "Bearer")
+    assert response.json()["jsonrpc"] == "2.0" and response.json()["id"] is None
 
 
 async def test_anonymous_callers_are_refused_when_auth_is_required(start_gateway: StartGateway) -> None:
