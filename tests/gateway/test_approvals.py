@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from channels.approvers import NOT_AN_APPROVER
-from gateway.core.store import ALREADY_APPROVED
+from channels.approvers import ALREADY_APPROVED, NOT_AN_APPROVER
 from tests.channels.discord import flows as discord_flows
 from tests.channels.teams import flows as teams_flows
 from tests.conftest import StartGateway
