@@ -42,7 +42,7 @@ from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, Approval, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
 from schemas.policies import Policies
-from schemas.results import WITHDRAWN_REASON, answered_by, expired_outcome, no_answer_reason, timeout_reason
+from schemas.results import WITHDRAWN_REASON, answered_by, ending_reason, expired_outcome
 from schemas.settings import Settings
 from schemas.text import utf8_size
 
@@ -477,14 +477,6 @@ def outcome_of(answer: Answer, content: dict[str, Any] | None, at: float) -> Out
         at=at,
         person=answer.person,
     )
-
-
-def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:
-    """Why ``hf`` ends when nobody answered within ``timeout_seconds``: ``Request timed out after 5
-    minutes``, or under ``on_timeout = "decline"`` ``No answer within 5 minutes (policy deploys)``."""
-    if hf.on_timeout == "decline":
-        return no_answer_reason(timeout_seconds, hf.policy)
-    return timeout_reason(timeout_seconds)
 
 
 def get_channel_posts(channel: str) -> bool:
