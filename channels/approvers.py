@@ -29,11 +29,41 @@ NOT_APPROVER = "not_approver"
 FORM_LINK = "form link"
 """The ``who`` of an audit event done through a form link, which names no one."""
 
+FORM_VIA = "web"
+"""Where an answer given in the web form was given (``answeredBy.channel``, the audit's ``where``)."""
+
 WEB_NEEDS_SIGN_IN = (
     "Only its approvers may answer this request, and this gateway has no sign-in for the web form, "
-    "so it cannot be answered here. Answer it where it was posted."
+    "so it cannot be answered here. Answer it where it was posted, or in the inbox (/inbox) with an "
+    "operator key its approvers name."
 )
-"""The web form's page for a request with approvers when no sign-in is configured."""
+"""The web form's page for a request with approvers when no sign-in is configured: where such a
+request can be answered (a post, and the inbox, where operators sign in with their key)."""
+
+ALREADY_APPROVED = "You have already approved this request"
+"""What a person who approved a request needing several approvals is told when they accept it again
+(privately; nothing changes), whatever its order."""
+
+ALREADY_APPROVED_REASON = "already_approved"
+"""The audit trail's ``why`` (and the refused-answers metric's ``reason``) of a repeat approval."""
+
+_PERSON_FORMS = {"discord": "discord:user:"}
+"""How approvers name a person of a platform whose approvers' form is not ``<channel>:<id>``."""
+
+
+def person_name(channel: str, person_id: str) -> str:
+    """Someone who answered, as policies name approvers (``slack:U1``, ``discord:user:1``,
+    ``teams:<aad object id>``), from ``answeredBy``'s channel and id; on the web form and the inbox
+    the id is that name already (``email:ada@example.com``, ``operator:alice``)."""
+    if ":" in person_id:
+        return person_id
+    return f"{_PERSON_FORMS.get(channel, channel + ':')}{person_id}"
+
+
+def approved_by(hf: HumanFunction, held: Iterable[str]) -> bool:
+    """Whether someone holding ``held`` is among ``hf``'s approvals already."""
+    mine = {_key(name) for name in held}
+    return any(_key(person_name(str(a.by.get("channel")), str(a.by.get("id")))) in mine for a in hf.approvals)
 
 
 def approves(hf: HumanFunction, held: Iterable[str]) -> bool:
@@ -63,6 +93,7 @@ def who_may_answer(hf: HumanFunction) -> str | None:
 
 
 NOT_YOUR_TURN = "It is not your turn: this request waits for {turn} first"
+"""What an approver of a sequential request is told, privately, when it is someone else's turn."""
 
 NOT_YOUR_TURN_REASON = "not_your_turn"
 """The audit trail's ``why`` (and the refused-answers metric's ``reason``) of an answer out of turn."""
@@ -70,10 +101,9 @@ NOT_YOUR_TURN_REASON = "not_your_turn"
 
 def refusal_reason(why: str | None) -> str:
     """The audit trail's ``why`` of a refusal given in ``why``'s words (``None``: not an approver)."""
-    return NOT_APPROVER if why is None or why == NOT_AN_APPROVER else NOT_YOUR_TURN_REASON
-
-
-"""What an approver of a sequential request is told, privately, when it is someone else's turn."""
+    if why is None or why == NOT_AN_APPROVER:
+        return NOT_APPROVER
+    return ALREADY_APPROVED_REASON if why == ALREADY_APPROVED else NOT_YOUR_TURN_REASON
 
 
 def approver_key(name: str) -> str:
@@ -89,13 +119,14 @@ def turns_held(hf: HumanFunction, held: Iterable[str]) -> list[int]:
 
 def refusal(hf: HumanFunction, held: Iterable[str]) -> str | None:
     """Why someone holding ``held`` may not answer ``hf`` now (said privately; nothing changes), or
-    ``None`` when they may: not an approver, or (a sequential request) not their turn."""
+    ``None`` when they may: not an approver, or (a sequential request) not their turn, which for
+    someone who approved already is that they did."""
     held = list(held)
     if not approves(hf, held):
         return NOT_AN_APPROVER
     turn = hf.turn
     if turn is not None and hf.approvers.index(turn) not in turns_held(hf, held):
-        return NOT_YOUR_TURN.format(turn=turn)
+        return ALREADY_APPROVED if approved_by(hf, held) else NOT_YOUR_TURN.format(turn=turn)
     return None
 
 

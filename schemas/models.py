@@ -41,12 +41,18 @@ STATUS_OF_ACTION = {
 
 
 class Person(BaseModel):
-    """Who answered, as the platform verified them: its user id there, and the name it shows."""
+    """Who answered, as the platform verified them, and where (``answeredBy``'s shape,
+    docs/tools.md#results): where they answered, their verified id, and the name it shows. (A web
+    sign-in's session keeps the person signed in as ``Person(channel="email", id=<address>)``; an
+    answer they give carries ``web`` or ``inbox`` and ``email:<address>``.)"""
 
     model_config = ConfigDict(frozen=True)
 
-    channel: str = Field(description="the channel that verified this person (e.g. 'slack')")
-    id: str = Field(description="the platform's id of the person (a Slack user id, a Teams AAD object id)")
+    channel: str = Field(description="where the answer was given: slack, discord, teams, web, inbox")
+    id: str = Field(
+        description="the verified id: the platform's user id on a chat platform (a Slack user id, a Teams "
+        "AAD object id); on the web form and the inbox the approvers' name (email:<address>, operator:<name>)"
+    )
     name: str = Field(description="the name the platform shows for them")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.models import Action, Outcome, Status
+from schemas.models import Action, HumanFunction, Outcome, Status
 
 NO_REASON = "No reason given"
 """The decline text when the person gave no reason."""
@@ -32,6 +32,14 @@ def no_answer_reason(timeout_seconds: float, policy: str | None) -> str:
     """The decline reason of a request whose policy declines on timeout:
     ``No answer within 5 minutes (policy deploys)``."""
     return f"No answer within {duration_text(timeout_seconds)} (policy {policy})"
+
+
+def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:
+    """Why ``hf`` ends when nobody answered within ``timeout_seconds``: ``Request timed out after 5
+    minutes``, or under ``on_timeout = "decline"`` ``No answer within 5 minutes (policy deploys)``."""
+    if hf.on_timeout == "decline":
+        return no_answer_reason(timeout_seconds, hf.policy)
+    return timeout_reason(timeout_seconds)
 
 
 TIMED_OUT_REASON = "Request timed out"

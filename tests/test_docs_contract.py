@@ -18,7 +18,7 @@ from pydantic import AliasChoices
 
 from channels.registry import get_channel
 from gateway.app import create_app
-from gateway.cli import build_parser
+from gateway.cli import build_parser, check_policy_file
 from gateway.mcp import answering, arguments, ask_user_question, elicit, texts
 from gateway.mcp.tools import TOOLS
 from schemas import results
@@ -275,3 +275,32 @@ def test_every_policy_file_example_is_a_valid_policy_file(page: str) -> None:
     assert blocks, f"{page} has no policy file example"
     for block in blocks:
         parse_policies(block, page)  # raises PolicyFileError naming the line and field
+
+
+def test_the_policy_check_lines_quoted_in_the_docs_are_what_it_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The webhook mistakes docs/webhooks.md and docs/cli.md quote, from a file of one table (the
+    first webhook is ``webhooks[0]``), are the lines ``humangate policy check`` prints."""
+    monkeypatch.chdir(tmp_path)
+    table = '[[webhooks]]\nurl    = "{url}"\nsecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"\n'
+    quoted = {
+        table.format(url="https://hooks.example.com/humangate") + 'events = ["request.done"]\n': (
+            "webhooks.md",
+        ),
+        table.format(url="http://localhost/hook"): ("webhooks.md", "cli.md"),
+    }
+    for text, pages in quoted.items():
+        Path("humangate.toml").write_text(text)
+        assert check_policy_file("humangate.toml") == 1
+        (line,) = capsys.readouterr().out.splitlines()
+        shown = line.split(";")[0] + "; ..."
+        assert f"`{shown}`" in page("webhooks.md")
+        field_and_rule = shown.split(": ", 1)[1]  # cli.md writes FILE:LINE for the place
+        for name in pages:
+            assert field_and_rule in page(name), name
+
+
+def test_the_readme_lists_each_setting_once() -> None:
+    rows = re.findall(r"^\| `(HUMANGATE_\w+)`", (ROOT / "README.md").read_text(encoding="utf-8"), re.M)
+    assert rows and sorted({name for name in rows if rows.count(name) > 1}) == []

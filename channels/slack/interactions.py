@@ -18,7 +18,7 @@ from typing import Any
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from channels.approvers import NOT_AN_APPROVER, refusal, refusal_reason
+from channels.approvers import ALREADY_APPROVED, NOT_AN_APPROVER, refusal, refusal_reason
 from channels.base import Desk
 from channels.display import outcome_summary, sentence_case
 from channels.slack.actions import first_action, hf_id_of, identity, parse_interaction, person, user_id_of
@@ -38,6 +38,9 @@ from schemas.errors import (
 from schemas.models import Action, HumanFunction
 
 logger = logging.getLogger(__name__)
+
+_REFUSAL_TITLES = {NOT_AN_APPROVER: "Not an approver", ALREADY_APPROVED: "Already approved"}
+"""The title of the modal notice of a refused submission, by the refusal (else it is out of turn)."""
 
 NAME_LOOKUP_TIMEOUT = 1.5
 """Seconds the ``users.info`` look-up of who answered may take before the Slack handle is used
@@ -156,7 +159,7 @@ async def handle_submission(desk: Desk, payload: Mapping[str, Any]) -> dict[str,
                 "refused a submission hf=%s channel=slack user=%s: %s", hf_id, user_id_of(payload), why
             )
             await desk.refused(hf, f"slack:{user_id_of(payload)}", refusal_reason(why))
-            return _notice("Not an approver" if why == NOT_AN_APPROVER else "Not your turn", why)
+            return _notice(_REFUSAL_TITLES.get(why, "Not your turn"), why)
         answer = parse_interaction(hf, payload, await display_name(desk, payload))
         answer = answer.model_copy(update={"person": identity(payload), "held": tuple(held)})
         await desk.answer(hf, answer)

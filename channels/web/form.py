@@ -34,6 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from channels.approvers import (
     FORM_LINK,
+    FORM_VIA,
     NOT_AN_APPROVER,
     WEB_NEEDS_SIGN_IN,
     approvals_text,
@@ -118,11 +119,14 @@ def held_by(person: Person) -> str:
 
 
 def _answered_as(answer: Answer, person: Person | None) -> Answer:
-    """The answer, carrying the signed-in person who gave it (if any), and what they hold among the
-    approvers (their ``email:``), so it counts as their approval and takes their turn."""
+    """The answer, carrying the signed-in person who gave it (if any): answered on the web form
+    (``answeredBy.channel`` ``web``) by ``email:<address>``, which is also what they hold among the
+    approvers, so it counts as their approval and takes their turn."""
     if person is None:
         return answer
-    update = {"person": person, "by": f"{person.name} ({person.id})", "held": (held_by(person),)}
+    who = held_by(person)
+    answering = Person(channel=FORM_VIA, id=who, name=person.name)
+    update = {"person": answering, "by": f"{person.name} ({person.id})", "held": (who,)}
     return answer.model_copy(update=update)
 
 

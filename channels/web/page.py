@@ -39,6 +39,7 @@ from channels.display import (
 from channels.web.pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Person, Status
+from schemas.results import ending_reason, expired_outcome
 
 MAX_RADIO_OPTIONS = 5
 """A single-select with at most this many options shows radio buttons; more show a ``<select>``."""
@@ -223,7 +224,11 @@ def render_refused_link_page(nonce: str) -> str:
 
 
 def render_expired_page(hf: HumanFunction, nonce: str) -> str:
-    """The page of a request whose deadline passed, even before the reaper marked it expired."""
+    """The page of a request whose deadline passed, even before the reaper marked it expired (then
+    with the reason it is about to end with)."""
+    if hf.outcome is None:
+        outcome = expired_outcome(ending_reason(hf, hf.timeout_seconds), hf.deadline)
+        hf = hf.model_copy(update={"outcome": outcome})
     return _render_ended(hf.model_copy(update={"status": Status.EXPIRED}), nonce=nonce, notice=None)
 
 

@@ -3,8 +3,8 @@
 One Redis list per request (``redis_keys.audit``), appended only, one compact JSON object per event
 (``{"event": "posted", "at": <seconds since epoch>, ...}``), kept ``HUMANGATE_AUDIT_RETENTION`` days
 after its last event; a sorted set (``redis_keys.AUDIT_INDEX``) finds the trails of a time range.
-``created`` and ``ended`` are written by the store's scripts in the same atomic step as the change
-(``gateway.core.store_scripts``); every other event goes through ``record``, the one door. The
+``created``, ``approved`` and ``ended`` are written by the store's scripts in the same atomic step as
+the change (``gateway.core.store_scripts``); every other event goes through ``record``, the one door. The
 fields of each event are listed in ``FIELDS`` (and docs/audit.md): nothing else gets in, so never a
 secret, a key or a form token.
 """
@@ -20,12 +20,14 @@ from typing import Any, Literal
 
 from redis.asyncio import Redis
 
+from channels.approvers import FORM_LINK, FORM_VIA, person_name
 from gateway.core import metrics
 from gateway.core import redis_keys as keys
 from gateway.core import store_scripts as scripts
 from gateway.core.redis_client import store_operation, text
 from schemas.errors import StoreUnavailableError
 from schemas.models import HumanFunction, Outcome, Person
+from schemas.results import EXPIRED_VIA
 from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -95,17 +97,13 @@ def event_json(event: str, at: float, fields: Mapping[str, Any]) -> str:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
-def who_of(person: Person | None, by: str | None) -> str | None:
-    """Who acted, as policies name people (``slack:U1``, ``discord:user:1``, ``operator:alice``);
-    ``by`` (the channel's words) when no platform vouches for anyone."""
+def who_of(person: Person | None, by: str | None, where: str | None = None) -> str | None:
+    """Who acted, as policies name people (``slack:U1``, ``discord:user:1``, ``email:ada@example.com``,
+    ``operator:alice``); when no platform vouches for anyone, ``form link`` on the web form (its link
+    names no one), else ``by`` (the channel's words: the client's caller, the agent)."""
     if person is None:
-        return by
-    if ":" in person.id:  # already in that form (an inbox operator)
-        return person.id
-    return f"{_PERSON_FORMS.get(person.channel, person.channel + ':')}{person.id}"
-
-
-_PERSON_FORMS = {"discord": "discord:user:"}
+        return FORM_LINK if where == FORM_VIA else by
+    return person_name(person.channel, person.id)
 
 
 def created_event(hf: HumanFunction) -> str:
@@ -117,6 +115,13 @@ def created_event(hf: HumanFunction) -> str:
     )
 
 
+def approved_event(who: str, where: str, at: float) -> str:
+    """The ``approved`` event of ``who``'s acceptance ``where`` at ``at``, without ``count`` and
+    ``of``: the store's finish script adds them as it records the approval, in the same step (so
+    the last approval comes before the ``ended`` it brings)."""
+    return event_json("approved", at, {"who": who, "where": where})
+
+
 def ended_event(outcome: Outcome, answers: bool) -> str:
     """The ``ended`` event of ``outcome`` (written by the store's finish script; the script writes
     its own when the deadline has passed under it). ``answers``: keep the answer's values."""
@@ -126,9 +131,9 @@ def ended_event(outcome: Outcome, answers: bool) -> str:
         outcome.at,
         {
             "outcome": outcome.status.value,
-            "who": who_of(person, outcome.by),
+            "who": who_of(person, outcome.by, outcome.via),
             "name": person.name if person is not None else None,
-            "where": outcome.via,
+            "where": None if outcome.via == EXPIRED_VIA else outcome.via,
             "reason": outcome.reason,
             "answer": outcome.content if answers else None,
         },

@@ -40,6 +40,15 @@ def form_path(hf: HumanFunction) -> str:
     return f"/f/{hf.form_token}"
 
 
+INBOX_PATH = "/inbox"
+"""Where the operators' inbox is served (docs/inbox.md)."""
+
+
+def inbox_url(settings: Settings) -> str:
+    """The absolute URL of the inbox, under ``HUMANGATE_PUBLIC_URL``."""
+    return settings.public_base + INBOX_PATH
+
+
 def form_url(settings: Settings, hf: HumanFunction) -> str:
     """The absolute URL of ``hf``'s hosted form, under ``HUMANGATE_PUBLIC_URL``."""
     return settings.public_base + form_path(hf)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, turns_held
+from channels.approvers import NOT_AN_APPROVER, NOT_YOUR_TURN, person_name, turns_held
 from channels.display import AGENT_VIA
 from channels.registry import CHANNELS, get_channel
 from gateway.core import audit
@@ -42,7 +42,7 @@ from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, Approval, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
 from schemas.policies import Policies
-from schemas.results import WITHDRAWN_REASON, answered_by, expired_outcome, no_answer_reason, timeout_reason
+from schemas.results import WITHDRAWN_REASON, answered_by, ending_reason, expired_outcome
 from schemas.settings import Settings
 from schemas.text import utf8_size
 
@@ -231,14 +231,13 @@ class HumanFunctionService:
         if hf.counts_approvals:
             return await self._approve(hf, answer, content)
         hf = await self._end_answer(hf, answer, outcome_of(answer, content, self.clock()))
-        who = answer.person
         logger.info(
             "answered hf=%s channel=%s via=%s action=%s by=%s",
             hf.id,
             hf.channel,
             answer.via,
             answer.action,
-            f"{who.channel}:{who.id}" if who is not None else answer.via,
+            audit.who_of(answer.person, answer.via, answer.via),
         )
         return hf
 
@@ -253,6 +252,7 @@ class HumanFunctionService:
         if person is None:
             await self._refused(hf, answer, "not_approver")
             raise NotAnApproverError(NOT_AN_APPROVER)
+        who = person_name(person.channel, person.id)  # one person however many places they answer in
         now = self.clock()
         outcome = outcome_of(answer, content, now)
         approval = None
@@ -261,56 +261,40 @@ class HumanFunctionService:
         turns = turns_held(hf, answer.held) if hf.order == "sequential" else None
         try:
             after = await self._end_answer(
-                hf,
-                answer,
-                outcome,
-                turns=turns,
-                approval=None if approval is None else (f"{person.channel}:{person.id}", approval),
+                hf, answer, outcome, turns=turns, approval=None if approval is None else (who, approval)
             )
         except ApprovalRefusedError as exc:
-            logger.info(
-                "refused an answer hf=%s channel=%s by=%s:%s: %s",
-                hf.id,
-                hf.channel,
-                person.channel,
-                person.id,
-                exc,
-            )
+            logger.info("refused an answer hf=%s channel=%s by=%s: %s", hf.id, hf.channel, who, exc)
             await self._refused(hf, answer, "not_your_turn" if exc.turn is not None else "already_approved")
             if exc.turn is not None and exc.turn < len(hf.approvers):
                 raise ApprovalRefusedError(
                     NOT_YOUR_TURN.format(turn=hf.approvers[exc.turn]), exc.turn
                 ) from None
             raise
-        if approval is not None:
-            await self.approved(after, approval, answer.via)
         logger.info(
-            "answered hf=%s channel=%s via=%s action=%s by=%s:%s approvals=%d/%d",
+            "answered hf=%s channel=%s via=%s action=%s by=%s approvals=%d/%d",
             hf.id,
             hf.channel,
             answer.via,
             answer.action,
-            person.channel,
-            person.id,
+            who,
             len(after.approvals),
             hf.approvals_needed,
         )
         return after
 
-    async def approved(self, hf: HumanFunction, approval: Approval, where: str) -> None:
+    async def _approved(self, hf: HumanFunction, who: str, where: str) -> None:
         """One approval of a request needing several was recorded (``hf`` as it is now: still
-        pending, or accepted when this was the last one needed). The one place an ``approved``
-        event happens: its audit trail and the ``request.approved`` webhooks hear of it here."""
-        who = f"{approval.by.get('channel')}:{approval.by.get('id')}"
+        pending, or accepted when this was the last one needed): the ``request.approved`` webhooks
+        hear of it here, before the ``request.ended`` of the approval that ends it. (Its audit event
+        was written by the store's script, in the same step, before the ``ended`` one.)"""
         detail = {"who": who, "where": where, "count": len(hf.approvals), "of": hf.approvals_needed}
-        await self.record(hf.id, "approved", **detail)
         await self.webhooks.announce("request.approved", hf, detail)
         logger.info(
-            "approved hf=%s channel=%s by=%s:%s (%d of %d)",
+            "approved hf=%s channel=%s by=%s (%d of %d)",
             hf.id,
             hf.channel,
-            approval.by.get("channel"),
-            approval.by.get("id"),
+            who,
             len(hf.approvals),
             hf.approvals_needed,
         )
@@ -409,7 +393,7 @@ class HumanFunctionService:
         await self.webhooks.announce("request.refused", hf, {"who": who, "where": where, "why": why})
 
     async def _refused(self, hf: HumanFunction, answer: Answer, why: audit.Why) -> None:
-        await self.refused(hf, audit.who_of(answer.person, answer.by), answer.via, why)
+        await self.refused(hf, audit.who_of(answer.person, answer.by, answer.via), answer.via, why)
 
     async def _end_answer(
         self,
@@ -455,6 +439,8 @@ class HumanFunctionService:
             turns=turns,
             approval=approval,
         )
+        if approval is not None and ended.status is not Status.EXPIRED:  # counted; announced first
+            await self._approved(ended, approval[0], outcome.via)
         if not ended.is_pending:  # one approval of several leaves it pending
             ENDED.labels(status=ended.status.value).inc()
             await self.webhooks.announce("request.ended", ended)
@@ -491,14 +477,6 @@ def outcome_of(answer: Answer, content: dict[str, Any] | None, at: float) -> Out
         at=at,
         person=answer.person,
     )
-
-
-def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:
-    """Why ``hf`` ends when nobody answered within ``timeout_seconds``: ``Request timed out after 5
-    minutes``, or under ``on_timeout = "decline"`` ``No answer within 5 minutes (policy deploys)``."""
-    if hf.on_timeout == "decline":
-        return no_answer_reason(timeout_seconds, hf.policy)
-    return timeout_reason(timeout_seconds)
 
 
 def get_channel_posts(channel: str) -> bool:

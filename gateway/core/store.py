@@ -19,9 +19,10 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
+from channels.approvers import ALREADY_APPROVED
 from gateway.core import redis_keys as keys
 from gateway.core import store_scripts as scripts
-from gateway.core.audit import DEFAULT_AUDIT, AuditSettings, created_event, ended_event
+from gateway.core.audit import DEFAULT_AUDIT, AuditSettings, approved_event, created_event, ended_event
 from gateway.core.metrics import TIME_TO_ANSWER_BUCKETS
 from gateway.core.queue import Command, flatten
 from gateway.core.redis_client import store_operation, text
@@ -40,10 +41,6 @@ logger = logging.getLogger(__name__)
 
 REAP_BATCH = 500
 """Most overdue Human Functions one reap script ends (it runs again at once while more are due)."""
-
-ALREADY_APPROVED = "You have already approved this request"
-"""What a person who approved a request needing several approvals is told when they accept it again
-(privately; nothing changes)."""
 
 KEPT_OVERHEAD_BYTES = 2048
 """Bytes a request keeps in Redis besides its document: its hash's other fields, its attach key,
@@ -258,10 +255,11 @@ class HumanFunctionStore:
 
         Of a request that counts approvals (docs/policies.md#approvals): ``turns`` are the turns the
         person holds (a sequential request; another turn raises ``ApprovalRefusedError`` with its
-        ``turn``); ``approval`` is (``<channel>:<id>`` of the person, their approval) of an
-        acceptance: recorded once per person (a second one raises ``ApprovalRefusedError``), and it
-        ends the request only when it is the last one needed; before, the request is returned
-        still pending, with its approvals, and ``update`` is queued so that its posts show them.
+        ``turn``); ``approval`` is (the person as approvers are named, their approval) of an
+        acceptance: recorded once per person, with its ``approved`` audit event (a second one raises
+        ``ApprovalRefusedError``), and it ends the request only when it is the last one needed;
+        before, the request is returned still pending, with its approvals, and ``update`` is queued
+        so that its posts show them.
         """
         args = scripts.FinishArgs(
             id=hf_id,
@@ -283,6 +281,7 @@ class HumanFunctionStore:
             args["turns"] = turns
         if approval is not None:
             args["approver"], args["approval"] = approval[0], approval[1].model_dump_json()
+            args["approved_event"] = approved_event(approval[0], outcome.via, outcome.at)
         result = await self._replicated(
             "an answer" if replicated else None,
             self._finish,

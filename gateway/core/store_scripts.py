@@ -298,10 +298,13 @@ class FinishArgs(TypedDict):
     """Only for a sequential request: the turns (0-based indexes of its approvers) the person who
     answered holds; any other turn is refused (``{'turn', count}``)."""
     approver: NotRequired[str]
-    """Only for an acceptance of a request that counts approvals: who accepted
-    (``<channel>:<id>``); a second acceptance by them is refused (``{'repeat'}``)."""
+    """Only for an acceptance of a request that counts approvals: who accepted, as approvers are
+    named (``slack:U1``, ``operator:alice``); a second acceptance by them is refused (``{'repeat'}``)."""
     approval: NotRequired[str]
     """With ``approver``: the approval's JSON, stored as ``approval:<n>``."""
+    approved_event: NotRequired[str]
+    """With ``approver``: its ``approved`` event without ``count`` and ``of``, which the script adds
+    and writes in the same step as the approval (before the ``ended`` event it may bring)."""
     audit_event: str
     """Its ``ended`` event for ``outcome`` (the script writes its own if it expires instead)."""
     audit_keep_ms: int
@@ -336,6 +339,11 @@ end
 -- Approvals (docs/state-machine.md#approvals): a sequential request takes answers only from the
 -- approver whose turn it is; each acceptance is recorded once per person, and ends the request only
 -- when it is the last one needed.
+-- A repeat acceptance is told so whatever the turn (it is someone else's after one's approval).
+if status == 'accepted' and a.approver
+    and redis.call('HEXISTS', KEYS[1], 'approved:' .. a.approver) == 1 then
+  return {'repeat', ''}
+end
 if status ~= 'expired' and a.turns then
   local count = tonumber(redis.call('HGET', KEYS[1], 'approval_count') or '0')
   local mine = false
@@ -343,11 +351,15 @@ if status ~= 'expired' and a.turns then
   if not mine then return {'turn', tostring(count)} end
 end
 if status == 'accepted' and a.approver then
-  if redis.call('HEXISTS', KEYS[1], 'approved:' .. a.approver) == 1 then return {'repeat', ''} end
   local count = tonumber(redis.call('HGET', KEYS[1], 'approval_count') or '0') + 1
+  local needed = tonumber(redis.call('HGET', KEYS[1], 'needed') or '1')
   redis.call('HSET', KEYS[1], 'approval:' .. count, a.approval, 'approved:' .. a.approver, count,
     'approval_count', count)
-  if count < tonumber(redis.call('HGET', KEYS[1], 'needed') or '1') then
+  if a.approved_event then
+    audit(KEYS[5], KEYS[6], a.audit_keep_ms, a.id, tonumber(a.now),
+      string.sub(a.approved_event, 1, -2) .. ',"count":' .. count .. ',"of":' .. needed .. '}')
+  end
+  if count < needed then
     redis.call('XADD', KEYS[3], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
       'approved', tostring(count))
     if (f[4] or tonumber(f[5] or '0') > 0) and #ARGV >= 2 then run_commands(ARGV, 2) end

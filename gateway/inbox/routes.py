@@ -33,7 +33,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 
 from channels.approvers import (
     NOT_AN_APPROVER,
-    OPERATOR_PREFIX,
     approvals_text,
     approves,
     refusal,
@@ -350,9 +349,9 @@ async def _answer(request: Request, hf_id: str, nonce: str) -> Response:
         return await _inbox_page(request, session, nonce, hf, status=403, notice=why + ".")
     try:
         answer = parse_form(hf, values)
-        person = session.person or Person(
-            channel=INBOX_VIA, id=OPERATOR_PREFIX + session.operator, name=session.operator
-        )
+        # Answered in the inbox by whoever is signed in, as approvers name them.
+        name = session.person.name if session.person is not None else session.operator
+        person = Person(channel=INBOX_VIA, id=session.holder, name=name)
         answer = answer.model_copy(
             update={
                 "by": answered_by(session.operator),

@@ -21,7 +21,6 @@ from gateway.mcp.texts import (
     RESTARTING_TEXT,
     STORE_UNAVAILABLE_TEXT,
     WAIT_FAILED_TEXT,
-    outcome_result,
     progress_message,
     text_result,
     waiting_where,
@@ -37,9 +36,10 @@ ResultOf = Callable[[Outcome, HumanFunction], types.CallToolResult]
 
 
 async def open_question(
-    call: Call, question: Question
+    call: Call, question: Question, tool: str
 ) -> tuple[HumanFunction, Opened] | types.CallToolResult:
-    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result.
+    """Open (or re-attach to) the Human Function of ``question``; a failure is the tool's result,
+    telling the agent to call ``tool`` (the tool it called) again.
 
     A kept answer handed out here is marked returned as it is handed out (atomically, so that two
     identical calls do not both get it); if this request's response then reaches no client, it is
@@ -60,12 +60,12 @@ async def open_question(
             )
     except StoreUnavailableError as exc:
         logger.warning("could not open a request: %s", exc)
-        return text_result(STORE_UNAVAILABLE_TEXT, error=True)
+        return text_result(STORE_UNAVAILABLE_TEXT.format(tool=tool), error=True)
     except HumangateError as exc:
         return text_result(str(exc), error=True)
     except Exception:
         logger.exception("opening a request failed")
-        return text_result(OPEN_FAILED_TEXT, error=True)
+        return text_result(OPEN_FAILED_TEXT.format(tool=tool), error=True)
     if opened is Opened.CREATED:
         OPENED.labels(channel=hf.channel).inc()
     elif opened is Opened.RETAINED:
@@ -73,14 +73,15 @@ async def open_question(
     return hf, opened
 
 
-async def ask(call: Call, question: Question, result_of: ResultOf = outcome_result) -> types.CallToolResult:
-    """Open (or re-attach to) a Human Function and wait for it to end; never raises.
+async def ask(call: Call, question: Question, result_of: ResultOf, tool: str) -> types.CallToolResult:
+    """Open (or re-attach to) a Human Function and wait for it to end; never raises. ``tool``: the
+    tool called, which the texts of a failure or a restart tell the agent to call again.
 
     While the channel waits, a client that declares form elicitation is asked in its own form too
     (``gateway.mcp.client_form``). A person's answer counts as returned only once the client
     received it (``gateway.mcp.delivery``): otherwise the next identical call gets it."""
     runtime = call.runtime
-    opening = await open_question(call, question)
+    opening = await open_question(call, question, tool)
     if isinstance(opening, types.CallToolResult):
         return opening
     hf, opened = opening
@@ -102,11 +103,11 @@ async def ask(call: Call, question: Question, result_of: ResultOf = outcome_resu
     try:
         outcome = await wait_for_end(runtime.service, runtime.events, hf, on_tick)
     except GatewayStopping:
-        return text_result(RESTARTING_TEXT.format(id=hf.id), error=True)
+        return text_result(RESTARTING_TEXT.format(id=hf.id, tool=tool), error=True)
     except Exception:
         # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
         logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
-        return text_result(WAIT_FAILED_TEXT.format(id=hf.id), error=True)
+        return text_result(WAIT_FAILED_TEXT.format(id=hf.id, tool=tool), error=True)
     finally:
         await stop_race(race)
     after_delivery(call.ctx, delivered=lambda: returned(runtime.service, hf, outcome))

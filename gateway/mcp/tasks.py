@@ -123,7 +123,7 @@ async def start_task(
 ) -> dict[str, Any] | types.CallToolResult:
     """Open the question's Human Function and hand back a task at once (or the error result)."""
     runtime = call.runtime
-    opening = await open_question(call, question)
+    opening = await open_question(call, question, tool)
     if isinstance(opening, types.CallToolResult):
         return opening
     hf, _ = opening

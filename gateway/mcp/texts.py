@@ -6,33 +6,34 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.core.links import form_url
+from gateway.core.links import form_url, inbox_url
 from gateway.core.waiting import Tick
 from schemas.models import HumanFunction, Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import Settings
 
 STORE_UNAVAILABLE_TEXT = (
-    "humangate's store (Redis) is unavailable right now, so this request was not opened; call elicit "
+    "humangate's store (Redis) is unavailable right now, so this request was not opened; call {tool} "
     "again with the same arguments in a few seconds (an identical call never asks the person twice)"
 )
-"""What the agent sees when Redis cannot be reached as the request is opened."""
+"""What the agent sees when Redis cannot be reached as the request is opened (``{tool}``: the tool
+it called, as in every text here)."""
 
 OPEN_FAILED_TEXT = (
     "humangate could not open this request because of an internal error (details are in the gateway "
-    "log); call elicit again with the same arguments to retry"
+    "log); call {tool} again with the same arguments to retry"
 )
 """What the agent sees when opening failed unexpectedly (nothing was opened, or an identical call
 re-attaches to what was)."""
 
 WAIT_FAILED_TEXT = (
     "humangate could not finish waiting for request {id} because of an internal error (details are in "
-    "the gateway log); the request stays pending: call elicit again with the same arguments to re-attach"
+    "the gateway log); the request stays pending: call {tool} again with the same arguments to re-attach"
 )
 """What the agent sees when waiting failed unexpectedly; the request exists and stays pending."""
 
 RESTARTING_TEXT = (
-    "humangate is restarting, so this call ends here; request {id} stays pending: call elicit again with "
+    "humangate is restarting, so this call ends here; request {id} stays pending: call {tool} again with "
     "the same arguments to re-attach (the person's answer is kept)"
 )
 """What a waiting call returns when its gateway process shuts down."""
@@ -64,11 +65,22 @@ def outcome_result(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
     )
 
 
+APPROVERS_ANSWER_ELSEWHERE = (
+    "only its approvers may answer, and this gateway has no web sign-in, so not at the form link: they "
+    "answer in the inbox at {inbox} or where it is posted"
+)
+"""Added to where a web request with approvers waits when web sign-in is not configured: its form
+link answers nothing (docs/policies.md#approvers), so the agent learns where it can be answered."""
+
+
 def waiting_where(hf: HumanFunction, settings: Settings) -> str:
-    """Where a request waits: ``Waiting for a person on web (Human Function …) at <form link>``."""
+    """Where a request waits: ``Waiting for a person on web (Human Function …) at <form link>``, and
+    where its approvers answer when that link cannot (``APPROVERS_ANSWER_ELSEWHERE``)."""
     where = f"Waiting for a person on {hf.channel} (Human Function {hf.id})"
     if hf.channel == "web":
         where += f" at {form_url(settings, hf)}"
+        if hf.approvers and not settings.oidc_enabled:
+            where += "; " + APPROVERS_ANSWER_ELSEWHERE.format(inbox=inbox_url(settings))
     return where
 
 

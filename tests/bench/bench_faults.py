@@ -566,7 +566,7 @@ async def stopped_gateway(run: Run) -> None:
         await asyncio.to_thread(gateway.stop)
         exited = time.monotonic()
         result = await agent.result()
-        expected = RESTARTING_TEXT.format(id=hf_id)
+        expected = RESTARTING_TEXT.format(id=hf_id, tool="elicit")
         ok = isinstance(result, types.CallToolResult) and result.is_error and text(result) == expected
         status = gateway.process.returncode
         notes = f"exit status {status} after {exited - stopped:.2f} s; result: {text(result)!r}"

@@ -17,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from channels.approvers import NOT_AN_APPROVER
-from gateway.core.store import ALREADY_APPROVED
+from channels.approvers import ALREADY_APPROVED, NOT_AN_APPROVER
 from tests.channels.discord import flows as discord_flows
 from tests.channels.teams import flows as teams_flows
 from tests.conftest import StartGateway
@@ -167,9 +166,9 @@ async def test_sequential_approvers_answer_in_turn(
 
     await click(gateway.url, slack, "U1")
     await shown(slack, "Waiting for <!subteam^S0ONCALL>")  # the next one is asked
-    await click(gateway.url, slack, "U1")  # the lead again: not their turn any more
+    await click(gateway.url, slack, "U1")  # the lead again: told they approved (docs/policies.md)
     late = await reply_to(slack, 2)
-    assert late["text"].startswith("It is not your turn: this request waits for slack:group:S0ONCALL")
+    assert late["text"] == ALREADY_APPROVED
 
     await click(gateway.url, slack, "U2")
     result = await call.result()

@@ -159,7 +159,7 @@ async def test_redis_down_is_a_clear_retryable_state_everywhere(
         result = await asyncio.wait_for(
             call_elicit(gateway.url, {"message": "Deploy now?", "schema": APPROVAL, "uiType": "web"}), 30
         )
-        assert result.is_error and text_of(result) == STORE_UNAVAILABLE_TEXT
+        assert result.is_error and text_of(result) == STORE_UNAVAILABLE_TEXT.format(tool="elicit")
         assert "stays pending" not in text_of(result)
         redis.start()
         assert (await answer_all([(call, url)]))[0] < 5
@@ -189,8 +189,8 @@ async def test_a_stopped_gateway_ends_its_calls_cleanly_and_a_new_one_re_attache
     start_gateway: StartGateway,
 ) -> None:
     gateway = start_gateway()
-    arguments = {"message": "Deploy across a restart?", "schema": APPROVAL, "uiType": "web"}
-    call = start_call(gateway.url, arguments)
+    arguments = {"prompt": "Deploy across a restart?", "uiType": "web"}
+    call = start_call(gateway.url, arguments, tool="request_human_input")  # any of the asking tools
     url = await call.form_url()
     stopped_at = time.monotonic()
     gateway.stop()
@@ -198,12 +198,14 @@ async def test_a_stopped_gateway_ends_its_calls_cleanly_and_a_new_one_re_attache
     assert time.monotonic() - stopped_at < 8
     result = await call.result()
     hf_id = url.rsplit("/", 1)[1].split(".")[0]
-    assert result.is_error and text_of(result) == RESTARTING_TEXT.format(id=hf_id)
+    assert result.is_error and text_of(result) == RESTARTING_TEXT.format(id=hf_id, tool="request_human_input")
+    assert "call request_human_input again" in text_of(result)  # the tool it called, not elicit
     assert " ERROR " not in gateway.output() and "Traceback" not in gateway.output()
     again = start_gateway(int(gateway.url.rsplit(":", 1)[1]))
-    second = start_call(again.url, arguments)
+    second = start_call(again.url, arguments, tool="request_human_input")
     assert await second.form_url() == url  # the same request: nobody is asked twice
-    assert (await answer_all([(second, url)]))[0] < 5
+    assert (await post_form(url, {"hg-action": "accept", "f.reply": "Go ahead"})).status_code == 303
+    assert text_of(await second.result()) == "User provided: Go ahead"
 
 
 async def test_an_answer_no_call_returned_goes_to_the_next_identical_call_at_once(

@@ -335,3 +335,44 @@ async def test_bodies_leave_answer_values_out_when_the_audit_does(
     body: Any = ended.verified()
     assert body["data"]["status"] == "accepted" and body["data"]["outcome"]["content"] is None
     assert b"approved" not in ended.body
+
+
+async def test_the_last_approval_is_announced_before_the_end_it_brings(settings: Settings) -> None:
+    """docs/webhooks.md#events: as in the audit trail, the ``request.approved`` of the approval that
+    reaches the count comes before its ``request.ended`` (queued first, with an earlier timestamp),
+    naming the person as approvers name them."""
+    text = policy_text(URL, ["request.approved", "request.ended"])
+    text += '[policies.two]\napprovers = ["operator:alice", "discord:user:81234"]\napprovals = 2\n'
+    policies = parse_policies(text)
+    ticks = iter(range(1, 1000))
+    redis = Redis.from_url(str(settings.redis_url))
+    webhooks = Webhooks(redis, policies.webhooks, [0.2], clock=lambda: time.time() + next(ticks))
+    service = HumanFunctionService(
+        HumanFunctionStore(redis), JobRecorder(), settings, policies=policies, webhooks=webhooks
+    )
+    try:
+        hf, _ = await service.open(BOT, "web", "Deploy?", APPROVAL)
+        for person, held in (
+            (Person(channel="inbox", id="operator:alice", name="alice"), "operator:alice"),
+            (Person(channel="discord", id="81234", name="bo"), "discord:user:81234"),
+        ):
+            answer = Answer(
+                action=Action.ACCEPT,
+                content={"approved": True},
+                by=person.name,
+                via=person.channel,
+                person=person,
+                held=(held,),
+            )
+            hf = await service.answer(hf, answer)
+        claimed = await WebhookStore(redis, [0.2]).claim(time.time() + 10_000, 10, "test")
+    finally:
+        await redis.aclose()
+    bodies = sorted((json.loads(body or "{}") for _, body in claimed), key=lambda body: body["timestamp"])
+    assert [(body["type"], body["data"].get("event")) for body in bodies] == [
+        ("request.approved", {"who": "operator:alice", "where": "inbox", "count": 1, "of": 2}),
+        ("request.approved", {"who": "discord:user:81234", "where": "discord", "count": 2, "of": 2}),
+        ("request.ended", None),
+    ]
+    ended = bodies[-1]["data"]["outcome"]
+    assert ended["answeredBy"] == {"channel": "discord", "id": "81234", "name": "bo"}

@@ -10,7 +10,7 @@ import pytest
 
 from channels.base import Channel, RenderContext
 from channels.web.channel import WebChannel, parse_form, render_page, render_unknown_page, verify_same_origin
-from channels.web.page import remaining_text
+from channels.web.page import remaining_text, render_expired_page
 from schemas.errors import InvalidAnswerError, SignatureError
 from schemas.flat import check_flat_schema
 from schemas.models import Action, HumanFunction, Outcome, Status
@@ -579,6 +579,22 @@ def test_expired_page_says_the_agent_stopped_waiting() -> None:
     text = doc.one("p", data_status="expired")
     assert text.words == "This request expired at 2027-01-15 08:05:00 UTC; the agent stopped waiting."
     assert text.one("time")["datetime"] == "2027-01-15T08:05:00Z"
+    assert doc.one("p", **{"class": "reason"}).words == "Expired: Request timed out after 5 minutes"
+
+
+def test_the_page_of_a_request_its_policy_declined_on_timeout_says_why() -> None:
+    """docs/policies.md: every post, the inbox and the form page show ``Expired: No answer within
+    ... (policy ...)``; the reaper's outcome, or before it came (the deadline passed), the same."""
+    reason = "No answer within 5 minutes (policy deploys)"
+    outcome = Outcome(
+        status=Status.EXPIRED, action=Action.DECLINE, reason=reason, via="timeout", at=CREATED + 300
+    )
+    ended_hf = make_hf(status=Status.EXPIRED, outcome=outcome, policy="deploys", on_timeout="decline")
+    overdue = make_hf(policy="deploys", on_timeout="decline")  # pending, its deadline passed
+    for hf in (ended_hf, overdue):
+        doc = parse_html(render_expired_page(hf, NONCE))
+        assert doc.one("h1").words == "Expired"
+        assert doc.one("p", **{"class": "reason"}).words == f"Expired: {reason}"
 
 
 def test_a_notice_is_shown_at_the_top() -> None:

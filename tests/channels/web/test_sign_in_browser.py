@@ -184,9 +184,9 @@ async def test_only_a_signed_in_approver_answers_a_request_with_approvers(
     result = await call.result()
     assert text_of(result) == 'User provided: {"approved":true}'
     assert result.structured_content is not None
-    assert result.structured_content["answeredBy"] == {
-        "channel": "email",
-        "id": "ada@example.com",
+    assert result.structured_content["answeredBy"] == {  # where they answered, and who they are
+        "channel": "web",
+        "id": "email:ada@example.com",
         "name": "Ada Lovelace",
     }
     log = gateway.output()
@@ -241,8 +241,8 @@ async def test_a_person_signed_in_to_the_inbox_sees_and_answers_only_the_request
     assert text_of(result) == 'User provided: {"approved":true}'
     assert result.structured_content is not None
     assert result.structured_content["answeredBy"] == {
-        "channel": "email",
-        "id": "ada@example.com",
+        "channel": "inbox",
+        "id": "email:ada@example.com",
         "name": "Ada Lovelace",
     }
     assert await watched.problems() == []

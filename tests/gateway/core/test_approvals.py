@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 from redis.asyncio import Redis
 
+from channels.approvers import ALREADY_APPROVED
 from gateway.core.callers import ANONYMOUS_CALLER
-from gateway.core.store import ALREADY_APPROVED, HumanFunctionStore
+from gateway.core.store import HumanFunctionStore
 from schemas.errors import AlreadyAnsweredError, ApprovalRefusedError, NotAnApproverError
 from schemas.models import Action, Answer, Approval, HumanFunction, Outcome, Person, Status
 from schemas.policies import parse_policies

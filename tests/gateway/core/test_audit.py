@@ -19,6 +19,7 @@ from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
 from schemas.errors import ClosedError, InvalidAnswerError
 from schemas.models import Action, Answer, HumanFunction, Outcome, Person, Status
+from schemas.policies import parse_policies
 from schemas.settings import Settings
 
 NOW = 1_800_000_000.0
@@ -216,10 +217,78 @@ async def test_invalid_and_late_answers_are_refused_in_the_trail(redis: Redis, s
         ("created", None, None),
         ("refused", "slack:U2", "invalid_answer"),
         ("ended", "slack:U1", None),
-        ("refused", "web form", "already_ended"),
+        ("refused", "form link", "already_ended"),  # a form link names no one (docs/audit.md)
     ]
     counts = {text(k): int(v) for k, v in (await redis.hgetall(keys.METRIC_COUNTS)).items()}
     assert counts == {
         f"{metrics.REFUSED_ANSWERS}\tinvalid_answer": 1,
         f"{metrics.REFUSED_ANSWERS}\talready_ended": 1,
     }
+
+
+async def test_approvals_come_before_the_end_they_bring_and_name_people_as_approvers_do(
+    redis: Redis, settings: Settings
+) -> None:
+    """docs/audit.md: ``who`` is the person as policies name approvers, whichever channel they
+    answered in (``where``); the last approval is written before the ``ended`` it brings, in the
+    same step. ``answeredBy.channel`` is where they answered (docs/tools.md#results)."""
+    policies = parse_policies(
+        '[policies.three]\napprovers = ["operator:alice", "discord:user:81234", "email:ada@example.com"]\n'
+        "approvals = 3\n",
+        "test.toml",
+    )
+    service = HumanFunctionService(HumanFunctionStore(redis), JobRecorder(), settings, policies=policies)
+    hf, _ = await service.open(ANONYMOUS_CALLER, "web", "Deploy?", SCHEMA)
+    people = [
+        (Person(channel="inbox", id="operator:alice", name="alice"), "inbox", "operator:alice"),
+        (Person(channel="discord", id="81234", name="bo"), "discord", "discord:user:81234"),
+        (Person(channel="web", id="email:ada@example.com", name="Ada"), "web", "email:ada@example.com"),
+    ]
+    for person, where, held in people:
+        answer = Answer(
+            action=Action.ACCEPT, content={"ok": True}, by=person.name, via=where, person=person, held=(held,)
+        )
+        hf = await service.answer(hf, answer)
+    assert hf.status is Status.ACCEPTED and hf.outcome is not None
+    said = [{k: v for k, v in e.items() if k not in ("at", "answer")} for e in await trail(redis, hf.id)][1:]
+    assert said == [
+        {"event": "approved", "who": "operator:alice", "where": "inbox", "count": 1, "of": 3},
+        {"event": "approved", "who": "discord:user:81234", "where": "discord", "count": 2, "of": 3},
+        {"event": "approved", "who": "email:ada@example.com", "where": "web", "count": 3, "of": 3},
+        {
+            "event": "ended",
+            "outcome": "accepted",
+            "who": "email:ada@example.com",
+            "name": "Ada",
+            "where": "web",
+        },
+    ]
+    assert [a.by for a in hf.outcome.approvals or []] == [
+        {"channel": "inbox", "id": "operator:alice", "name": "alice"},
+        {"channel": "discord", "id": "81234", "name": "bo"},
+        {"channel": "web", "id": "email:ada@example.com", "name": "Ada"},
+    ]
+
+
+async def test_a_timeout_names_no_place_and_gives_its_policys_reason(
+    redis: Redis, settings: Settings
+) -> None:
+    """docs/audit.md: an ``expired`` end has no ``who`` nor ``where`` (nobody answered anywhere),
+    whether the reaper or a waiting call ends it, and its ``reason`` is the result's."""
+    policies = parse_policies('[policies.quiet]\ntimeout = 90\non_timeout = "decline"\n', "test.toml")
+    clock = [NOW]
+    service = HumanFunctionService(
+        HumanFunctionStore(redis), JobRecorder(), settings, clock=lambda: clock[0], policies=policies
+    )
+    reaped, _ = await service.open(ANONYMOUS_CALLER, "web", "Deploy?", SCHEMA)
+    waited, _ = await service.open(ANONYMOUS_CALLER, "web", "Deploy now?", SCHEMA)
+    clock[0] = NOW + 91
+    await service.expire(waited)
+    await service.reap()
+    for hf in (reaped, waited):
+        ended = (await trail(redis, hf.id))[-1]
+        assert {k: v for k, v in ended.items() if k != "at"} == {
+            "event": "ended",
+            "outcome": "expired",
+            "reason": "No answer within 90 seconds (policy quiet)",
+        }

@@ -36,6 +36,9 @@ async def test_operators_approve_in_turn_in_the_inbox(
     async with httpx.AsyncClient(timeout=WAIT) as browser:
         page = html.unescape((await browser.get(form_url)).text)
     assert "0 of 2 approvals." in page and "Waiting for operator:alice." in page
+    # No web sign-in here: the page says where it can be answered, the inbox; so does the agent's progress.
+    assert "or in the inbox (/inbox) with an operator key its approvers name." in page
+    assert f"answer in the inbox at {gateway.url}/inbox" in (call.progress[0][2] or "")
 
     async with signed_in(gateway.url, bo) as client:
         shown = await client.get(f"/inbox/{hf_id}")
@@ -55,6 +58,10 @@ async def test_operators_approve_in_turn_in_the_inbox(
         shown = await client.get(f"/inbox/{hf_id}")
         first = await client.post(f"/inbox/{hf_id}", data=ANSWER | {"hg-csrf": csrf_of(shown.text)})
         assert first.status_code == 303 and first.headers["location"] == f"/inbox/{hf_id}"
+        again = await client.post(f"/inbox/{hf_id}", data=ANSWER | {"hg-csrf": csrf_of(shown.text)})
+        assert again.status_code == 403  # docs/policies.md: a person approves once, whatever the order
+        assert "You have already approved this request." in html.unescape(again.text)
+        assert "not your turn" not in again.text
         after = html.unescape((await client.get(f"/inbox/{hf_id}")).text)
         assert "1 of 2 approvals: alice." in after and "Waiting for operator:bo." in after
         listed = html.unescape((await client.get("/inbox")).text)
@@ -72,4 +79,20 @@ async def test_operators_approve_in_turn_in_the_inbox(
     assert [a["by"] for a in approvals] == [
         {"channel": "inbox", "id": "operator:alice", "name": "alice"},
         {"channel": "inbox", "id": "operator:bo", "name": "bo"},
+    ]
+    # docs/audit.md: operators named as approvers name them; the last approval before the end it brings.
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
+        trail = await client.get(f"/v1/requests/{hf_id}/events", headers={"Authorization": f"Bearer {alice}"})
+    assert trail.status_code == 200, trail.text
+    said = [
+        {k: v for k, v in e.items() if k in ("event", "who", "where", "why", "count", "outcome")}
+        for e in trail.json()["events"]
+        if e["event"] in ("refused", "approved", "ended")
+    ]
+    assert said == [
+        {"event": "refused", "who": "operator:bo", "where": "inbox", "why": "not_your_turn"},
+        {"event": "approved", "who": "operator:alice", "where": "inbox", "count": 1},
+        {"event": "refused", "who": "operator:alice", "where": "inbox", "why": "already_approved"},
+        {"event": "approved", "who": "operator:bo", "where": "inbox", "count": 2},
+        {"event": "ended", "outcome": "accepted", "who": "operator:bo", "where": "inbox"},
     ]
