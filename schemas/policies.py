@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
+from schemas.mail import ADDRESS, ADDRESS_RULE, address_mistake
 from schemas.toml_lines import KeyLines
 from schemas.unique import unique
 from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
@@ -39,7 +40,7 @@ _APPROVER_FORMS = (
     (re.compile(r"discord:user:[0-9]{1,20}"), "discord:user:81234"),
     (re.compile(r"discord:role:[0-9]{1,20}"), "discord:role:99123"),
     (re.compile(r"teams:[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"), "teams:<aadObjectId>"),
-    (re.compile(r"email:[^@\s]+@[^@\s]+\.[^@\s]+"), "email:alice@example.com"),
+    (re.compile(r"email:" + ADDRESS.pattern), "email:alice@example.com"),
     (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
 )
 """Every form an approver may take, with an example of each."""
@@ -48,10 +49,14 @@ TARGET_FORMS = {
     "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
     "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
     "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
+    "email": (
+        re.compile(rf"\s*{ADDRESS.pattern}(\s*,\s*{ADDRESS.pattern})*\s*"),
+        f"one or more addresses, comma-separated, each {ADDRESS_RULE}",
+    ),
 }
 """What a target looks like on each channel that posts (the web form posts nothing: it has none)."""
 
-ChannelName = Literal["slack", "discord", "teams", "web"]
+ChannelName = Literal["slack", "discord", "teams", "web", "email"]
 
 GROUP_PREFIXES = ("slack:group:", "discord:role:")
 """Approvers that stand for many people (a Slack user group, a Discord role); each still counts as
@@ -71,12 +76,19 @@ def _approver(value: str) -> str:
     return value
 
 
-def _target(channel: str) -> Any:
+def target_mistake(channel: str, value: str) -> str | None:
+    """Why ``value`` is not a target of ``channel`` (which must have targets), or ``None``."""
     form, words = TARGET_FORMS[channel]
+    if not form.fullmatch(value):
+        return f"{value[:200]!r} is not {words}"
+    return address_mistake(value) if channel == "email" else None  # (an address listed twice)
 
+
+def _target(channel: str) -> Any:
     def check(value: str) -> str:
-        if not form.fullmatch(value):
-            raise ValueError(f"{value!r} is not {words}")
+        mistake = target_mistake(channel, value)
+        if mistake is not None:
+            raise ValueError(mistake)
         return value
 
     return AfterValidator(check)
@@ -90,6 +102,8 @@ class Targets(BaseModel):
     slack: Annotated[str, _target("slack")] | None = None
     discord: Annotated[str, _target("discord")] | None = None
     teams: Annotated[str, _target("teams")] | None = None
+    email: Annotated[str, _target("email")] | None = None
+    """Addresses, comma-separated, instead of ``HUMANGATE_EMAIL_TO``."""
 
     def of(self, channel: str) -> str | None:
         """The target of ``channel``, if this policy sets one."""
@@ -106,8 +120,16 @@ MENTION_PREFIXES = {
     "discord": ("discord:user:", "discord:role:"),
     "teams": ("teams:",),
     "web": (),
+    "email": (),
 }
-"""Which approver forms a post on each channel can mention (the web form posts nothing)."""
+"""Which approver forms a post on each channel can mention (the web form posts nothing; an email
+notifies its recipients, so it mentions no one)."""
+
+NO_MENTIONS = {
+    "web": "it posts nothing",
+    "email": "an email notifies its recipients: list them in the step's target or targets.email",
+}
+"""Why a channel that mentions no one refuses a step's ``mention``."""
 
 
 class Step(BaseModel):
@@ -135,9 +157,9 @@ class Step(BaseModel):
         if self.target is not None:
             if self.channel not in TARGET_FORMS:
                 raise ValueError("target: the web form posts nothing, so it has no target")
-            form, words = TARGET_FORMS[self.channel]
-            if not form.fullmatch(self.target):
-                raise ValueError(f"target: {self.target!r} is not {words}")
+            mistake = target_mistake(self.channel, self.target)
+            if mistake is not None:
+                raise ValueError(f"target: {mistake}")
         prefixes = MENTION_PREFIXES[self.channel]
         for index, name in enumerate(self.mention):
             if not name.startswith(prefixes):
@@ -146,7 +168,7 @@ class Step(BaseModel):
                     + (
                         f" (use {', '.join(p + '...' for p in prefixes)})"
                         if prefixes
-                        else " (it posts nothing)"
+                        else f" ({NO_MENTIONS[self.channel]})"
                     )
                 )
         return self
@@ -456,7 +478,7 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
             return (*loc, *_loc_of(place.group(1))), message[place.end() :]
         return loc, message
     if kind == "literal_error" and len(loc) >= 3 and (loc[2] == "channels" or loc[-1] == "channel"):
-        return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
+        return loc, f"{error['input']!r} is not a channel; the channels are " + ", ".join(MENTION_PREFIXES)
     if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
         return loc, f"{error['input']!r} is not one of " + message.removeprefix("Input should be ")
     if kind in ("string_type", "int_type", "float_type", "list_type", "model_type", "dict_type"):

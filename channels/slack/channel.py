@@ -46,6 +46,7 @@ class SlackChannel:
     name = "slack"
     title = "Slack"
     posts = True
+    edits = True
     target_setting: str | None = "slack_channel"
 
     def endpoints(self) -> list[Endpoint]:
