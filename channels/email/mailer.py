@@ -125,17 +125,23 @@ class Mailer:
                 f"the SMTP server {self.where} answered {exc.code} {exc.message[:200]} when asked to {what}",
                 retryable=exc.code < 500,
             )
-        if isinstance(exc, aiosmtplib.SMTPNotSupported):
-            return DeliveryError(
-                f"the SMTP server {self.where} cannot {what} as HUMANGATE_SMTP_URL asks: {exc}",
-                retryable=False,
-            )
         if isinstance(exc, ssl.SSLCertVerificationError) or isinstance(
             exc.__cause__, ssl.SSLCertVerificationError
         ):
             return DeliveryError(
                 f"the SMTP server {self.where} has a certificate this machine does not trust "
                 "(a private CA: point SSL_CERT_FILE at its certificate)",
+                retryable=False,
+            )
+        unreachable = (
+            aiosmtplib.SMTPConnectError,
+            aiosmtplib.SMTPTimeoutError,
+            aiosmtplib.SMTPServerDisconnected,
+        )
+        if isinstance(exc, aiosmtplib.SMTPException) and not isinstance(exc, unreachable):
+            # No STARTTLS or AUTH where the URL asks for them, and the like: a person must fix it.
+            return DeliveryError(
+                f"the SMTP server {self.where} cannot {what} as HUMANGATE_SMTP_URL asks: {str(exc)[:200]}",
                 retryable=False,
             )
         return DeliveryError(
