@@ -180,10 +180,14 @@ def reminder_letter(hf: HumanFunction, reminder: str, form_url: str, now: float)
     """A reminder in the request's thread: the reminder's words, the deadline and the link again."""
     deadline = deadline_words(hf.deadline, now)
     subject = reply_subject(subject_of(hf))
-    text = [reminder, "", f"Answer by {deadline}.", "", f"{BUTTON}:", form_url, "", LINK_ONLY_TELLS, NOT_READ]
+    progress = [f"{line}." for line in (approvals_text(hf), turn_text(hf)) if line]
+    text = [reminder, *progress, "", f"Answer by {deadline}.", "", f"{BUTTON}:", form_url, ""]
+    text += [LINK_ONLY_TELLS, NOT_READ]
     body = (
         f'<p style="margin:0 0 12px">{_e(reminder)}</p>'
-        f'<p style="margin:0 0 20px"><strong>Answer by {_e(deadline)}</strong></p>' + _button(form_url)
+        + "".join(f'<p style="margin:0 0 12px">{_e(line)}</p>' for line in progress)
+        + f'<p style="margin:0 0 20px"><strong>Answer by {_e(deadline)}</strong></p>'
+        + _button(form_url)
     )
     return Letter(subject, "\n".join(text) + "\n", _page(subject, body, LINK_ONLY_TELLS))
 

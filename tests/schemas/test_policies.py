@@ -104,7 +104,7 @@ rate_limit = 1.5
         (
             5,
             "policies.deploys.channels[1]",
-            "'sms' is not a channel; the channels are slack, discord, teams, web",
+            "'sms' is not a channel; the channels are slack, discord, teams, web, email",
         ),
         (
             7,
@@ -121,7 +121,7 @@ rate_limit = 1.5
         (
             10,
             "policies.deploys.targets.web",
-            "is not a channel with a target; targets are set for slack, discord, teams",
+            "is not a channel with a target; targets are set for slack, discord, teams, email",
         ),
         (12, "policies.with space", "a policy name must use 1-64 letters, digits, '-' or '_'"),
         (13, "policies.with space.timeout", "must be a number (got a string)"),
