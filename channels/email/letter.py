@@ -198,7 +198,7 @@ def outcome_letter(hf: HumanFunction) -> Letter:
     subject = reply_subject(subject_of(hf))
     if summary is None:
         raise ValueError(f"request {hf.id} is still pending: it has no outcome to send")
-    line = f"{summary.sentence()} ({time_text(summary.at)})."
+    line = f"{summary.sentence()}, {time_text(summary.at)}."
     values = answered_values(hf)
     approvals = approvals_text(hf)
     text = [line, *([f"{approvals}."] if approvals else [])]

@@ -14,6 +14,7 @@ relay for, a refused login), which a person must fix. No message ever carries th
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import logging
 import socket
 import ssl
@@ -25,6 +26,11 @@ from schemas.errors import DeliveryError
 from schemas.mail import SmtpServer
 
 logger = logging.getLogger(__name__)
+
+WIRE = email.policy.SMTP.clone(max_line_length=998)
+"""How a message is written for SMTP: CRLF, and headers folded only past RFC 5322's hard limit (at
+78 characters Python folds a subject with quotes or brackets before its first word, which clients
+then show with a leading space)."""
 
 SMTP_TIMEOUT = 15.0
 """Seconds connecting, the TLS handshake, or one SMTP command may take."""
@@ -45,11 +51,12 @@ class Mailer:
 
     async def send(self, message: EmailMessage, sender: str, recipients: list[str]) -> None:
         """Send ``message`` from ``sender`` to ``recipients``; raises ``DeliveryError``."""
+        raw = message.as_bytes(policy=WIRE)
         async with self._lock:
             reused = self._smtp is not None and self._smtp.is_connected
             try:
                 smtp = await self._connected()
-                refused, _ = await smtp.send_message(message, sender=sender, recipients=recipients)
+                refused, _ = await smtp.sendmail(sender, recipients, raw)
             except aiosmtplib.SMTPServerDisconnected as exc:
                 self._drop()
                 if not reused:
@@ -57,7 +64,7 @@ class Mailer:
                 # A kept connection the server closed while idle: nothing was sent on it.
                 try:
                     smtp = await self._connected()
-                    refused, _ = await smtp.send_message(message, sender=sender, recipients=recipients)
+                    refused, _ = await smtp.sendmail(sender, recipients, raw)
                 except (aiosmtplib.SMTPException, OSError) as exc:
                     self._drop()
                     raise self.error(exc, "send the email") from exc

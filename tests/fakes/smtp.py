@@ -108,13 +108,13 @@ class Received:
     def text(self) -> str:
         part = self.message.get_body(("plain",))
         assert part is not None
-        return str(part.get_content())
+        return str(part.get_content()).replace("\r\n", "\n")
 
     @property
     def html(self) -> str:
         part = self.message.get_body(("html",))
         assert part is not None
-        return str(part.get_content())
+        return str(part.get_content()).replace("\r\n", "\n")
 
     def header(self, name: str) -> str:
         return str(self.message[name] or "")
