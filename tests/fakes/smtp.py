@@ -103,6 +103,8 @@ class Received:
     message: EmailMessage
     connection: tuple[str, int]
     """The client's address and port: one per SMTP connection."""
+    at: float = 0.0
+    """When the server accepted it (``time.time()``)."""
 
     @property
     def text(self) -> str:
@@ -228,6 +230,7 @@ class FakeSmtp:
             list(envelope.rcpt_tos),
             message,
             tuple(session.peer)[:2],  # type: ignore[arg-type]
+            time.time(),
         )
         with self._changed:
             self.received.append(received)
