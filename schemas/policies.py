@@ -78,10 +78,10 @@ def _approver(value: str) -> str:
 
 def target_mistake(channel: str, value: str) -> str | None:
     """Why ``value`` is not a target of ``channel`` (which must have targets), or ``None``."""
+    if channel == "email":
+        return address_mistake(value)  # names the one address that is wrong
     form, words = TARGET_FORMS[channel]
-    if not form.fullmatch(value):
-        return f"{value[:200]!r} is not {words}"
-    return address_mistake(value) if channel == "email" else None  # (an address listed twice)
+    return None if form.fullmatch(value) else f"{value[:200]!r} is not {words}"
 
 
 def _target(channel: str) -> Any:
