@@ -1,4 +1,4 @@
-"""The one protocol every channel (Slack, Discord, Teams, web) implements, both directions.
+"""The one protocol every channel (Slack, Discord, Teams, web, email) implements, both directions.
 
 A channel is an adapter in the style of httpx's transports. Outbound: pure functions that *render* a
 Human Function into the platform's payload, and *deliver* / *update*, the only I/O, done through a
@@ -231,6 +231,10 @@ class Channel(Protocol):
     posts: bool
     """Whether the channel posts a message per request (and so has deliver and update jobs). The web
     form posts nothing: its page is rendered from the request's state whenever it is opened."""
+    edits: bool
+    """Whether ``update`` edits the post in place, so it may run again and again (Slack, Discord,
+    Teams); ``False``: it sends a new message (an email's outcome reply), which the jobs ask for
+    only once the request ended, and once per post."""
     target_setting: str | None
     """The ``Settings`` field that says where requests are posted (a policy's target replaces it
     per request, as ``HumanFunction.target``); ``None`` for a channel that posts nothing."""

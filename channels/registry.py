@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from channels.base import Channel, Endpoint
 from channels.discord.channel import DiscordChannel
+from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.teams.channel import TeamsChannel
 from channels.web.channel import WebChannel
@@ -22,6 +23,8 @@ CHANNELS: dict[str, Channel] = {
     "discord": DiscordChannel(),
     "teams": TeamsChannel(),
     "web": WebChannel(),
+    # (telegram goes here, between web and email: uiType order)
+    "email": EmailChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""
 

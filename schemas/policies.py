@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
-from schemas.policy_rules import TARGET_FORMS, Loc, table_rules
+from schemas.mail import ADDRESS
+from schemas.policy_rules import MENTION_PREFIXES, TARGET_FORMS, Loc, table_rules, target_mistake
 from schemas.toml_lines import KeyLines
 from schemas.unique import unique
 from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
@@ -40,12 +41,12 @@ _APPROVER_FORMS = (
     (re.compile(r"discord:user:[0-9]{1,20}"), "discord:user:81234"),
     (re.compile(r"discord:role:[0-9]{1,20}"), "discord:role:99123"),
     (re.compile(r"teams:[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"), "teams:<aadObjectId>"),
-    (re.compile(r"email:[^@\s]+@[^@\s]+\.[^@\s]+"), "email:alice@example.com"),
+    (re.compile(r"email:" + ADDRESS.pattern), "email:alice@example.com"),
     (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
 )
 """Every form an approver may take, with an example of each."""
 
-ChannelName = Literal["slack", "discord", "teams", "web"]
+ChannelName = Literal["slack", "discord", "teams", "web", "email"]
 
 
 def is_name(value: str) -> bool:
@@ -67,11 +68,10 @@ def _approver(value: str) -> str:
 
 
 def _target(channel: str) -> Any:
-    form, words = TARGET_FORMS[channel]
-
     def check(value: str) -> str:
-        if not form.fullmatch(value):
-            raise ValueError(f"{value!r} is not {words}")
+        mistake = target_mistake(channel, value)
+        if mistake is not None:
+            raise ValueError(mistake)
         return value
 
     return AfterValidator(check)
@@ -85,6 +85,8 @@ class Targets(BaseModel):
     slack: Annotated[str, _target("slack")] | None = None
     discord: Annotated[str, _target("discord")] | None = None
     teams: Annotated[str, _target("teams")] | None = None
+    email: Annotated[str, _target("email")] | None = None
+    """Addresses, comma-separated, instead of ``HUMANGATE_EMAIL_TO``."""
 
     def of(self, channel: str) -> str | None:
         """The target of ``channel``, if this policy sets one."""
@@ -388,7 +390,7 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     if kind == "value_error":
         return loc, message.removeprefix("Value error, ")
     if kind == "literal_error" and len(loc) >= 3 and (loc[2] == "channels" or loc[-1] == "channel"):
-        return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
+        return loc, f"{error['input']!r} is not a channel; the channels are " + ", ".join(MENTION_PREFIXES)
     if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
         return loc, f"{error['input']!r} is not one of " + message.removeprefix("Input should be ")
     if kind in ("string_type", "int_type", "float_type", "list_type", "model_type", "dict_type"):

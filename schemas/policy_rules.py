@@ -14,6 +14,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from schemas.mail import ADDRESS, ADDRESS_RULE, address_mistake
+
 Loc = tuple[str | int, ...]
 """A place in the table: keys and list indexes (``("steps", 1, "after")``), as pydantic's ``loc``."""
 
@@ -21,16 +23,37 @@ TARGET_FORMS = {
     "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
     "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
     "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
+    "email": (
+        re.compile(rf"\s*{ADDRESS.pattern}(\s*,\s*{ADDRESS.pattern})*\s*"),
+        f"one or more addresses, comma-separated, each {ADDRESS_RULE}",
+    ),
 }
 """What a target looks like on each channel that posts (the web form posts nothing: it has none)."""
+
+
+def target_mistake(channel: str, value: str) -> str | None:
+    """Why ``value`` is not a target of ``channel`` (which must have targets), or ``None``."""
+    if channel == "email":
+        return address_mistake(value)  # names the one address that is wrong
+    form, words = TARGET_FORMS[channel]
+    return None if form.fullmatch(value) else f"{value[:200]!r} is not {words}"
+
 
 MENTION_PREFIXES = {
     "slack": ("slack:",),
     "discord": ("discord:user:", "discord:role:"),
     "teams": ("teams:",),
     "web": (),
+    "email": (),
 }
-"""Which approver forms a post on each channel can mention (the web form posts nothing)."""
+"""Which approver forms a post on each channel can mention (the web form posts nothing; an email
+notifies its recipients, so it mentions no one)."""
+
+NO_MENTIONS = {
+    "web": "it posts nothing",
+    "email": "an email notifies its recipients: list them in the step's target or targets.email",
+}
+"""Why a channel that mentions no one refuses a step's ``mention``."""
 
 GROUP_PREFIXES = ("slack:group:", "discord:role:")
 """Approvers that stand for many people (a Slack user group, a Discord role); each still counts as
@@ -86,12 +109,12 @@ def _step_rules(known: _Known, index: int) -> list[tuple[Loc, str]]:
     if target is not None:
         if channel not in TARGET_FORMS:
             found.append((("target",), "the web form posts nothing, so it has no target"))
-        elif isinstance(target, str) and not TARGET_FORMS[channel][0].fullmatch(target):
-            found.append((("target",), f"{target!r} is not {TARGET_FORMS[channel][1]}"))
+        elif isinstance(target, str) and (mistake := target_mistake(channel, target)) is not None:
+            found.append((("target",), mistake))
     prefixes = MENTION_PREFIXES.get(channel, ())
     for at, name in enumerate(_list(known.get("steps", index, "mention"))):
         if step.get("mention", at) is not None and not str(name).startswith(prefixes):
-            how = f"use {', '.join(p + '...' for p in prefixes)}" if prefixes else "it posts nothing"
+            how = f"use {', '.join(p + '...' for p in prefixes)}" if prefixes else NO_MENTIONS[channel]
             found.append((("mention", at), f"{name!r} cannot be mentioned on {channel} ({how})"))
     return found
 

@@ -13,8 +13,11 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-CHANNEL_NAMES = ("slack", "discord", "teams", "web")
-"""Every channel name the ``uiType`` argument accepts, in the order the tool lists them."""
+from schemas.mail import ADDRESS, ADDRESS_RULE, SmtpServer, address_mistake, parse_smtp_url
+
+CHANNEL_NAMES = ("slack", "discord", "teams", "web", "email")
+"""Every channel name the ``uiType`` argument accepts, in the order the tool lists them (telegram
+goes between web and email)."""
 
 
 MIB = 1 << 20
@@ -71,7 +74,12 @@ class Settings(BaseSettings):
 
     # An empty variable (`SLACK_BOT_TOKEN=` in an env file) means "not set", not "set to nothing".
     model_config = SettingsConfigDict(
-        env_prefix="HUMANGATE_", extra="ignore", populate_by_name=True, env_ignore_empty=True
+        env_prefix="HUMANGATE_",
+        extra="ignore",
+        populate_by_name=True,
+        env_ignore_empty=True,
+        # An error must not repeat what was given: HUMANGATE_SMTP_URL may carry a password.
+        hide_input_in_errors=True,
     )
 
     redis_url: str | None = None
@@ -178,6 +186,15 @@ class Settings(BaseSettings):
     teams_token_url: str | None = None
     teams_allowed_users: CommaList = Field(default_factory=list)
 
+    smtp_url: SecretStr | None = None
+    """The SMTP server emails are sent through: ``smtp://[user:password@]host[:port]``
+    (``?starttls=true`` to upgrade) or ``smtps://...`` (TLS from the start); docs/email.md."""
+    email_from: str | None = None
+    """The address emails are sent from."""
+    email_to: str | None = None
+    """Where a request is emailed when its policy names no ``targets.email``: addresses,
+    comma-separated."""
+
     oidc_issuer: str | None = None
     """The organisation's OpenID Connect provider (its issuer URL; discovery is read from
     ``<issuer>/.well-known/openid-configuration``), for signing in to the web form (docs/sign-in.md)."""
@@ -247,6 +264,28 @@ class Settings(BaseSettings):
                 )
         return self
 
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_smtp_url(value.get_secret_value())
+        return value
+
+    @field_validator("email_from")
+    @classmethod
+    def _email_from(cls, value: str | None) -> str | None:
+        if value is not None and not ADDRESS.fullmatch(value.strip()):
+            raise ValueError(f"HUMANGATE_EMAIL_FROM must be {ADDRESS_RULE}")
+        return None if value is None else value.strip()
+
+    @field_validator("email_to")
+    @classmethod
+    def _email_to(cls, value: str | None) -> str | None:
+        mistake = None if value is None else address_mistake(value)
+        if mistake is not None:
+            raise ValueError(f"HUMANGATE_EMAIL_TO: {mistake}")
+        return value
+
     @model_validator(mode="after")
     def _oidc_all_or_none(self) -> Settings:
         names = ("oidc_issuer", "oidc_client_id", "oidc_client_secret")
@@ -268,6 +307,11 @@ class Settings(BaseSettings):
     def oidc_enabled(self) -> bool:
         """Whether web sign-in is configured (all three OIDC settings are set)."""
         return bool(self.oidc_issuer and self.oidc_client_id and self.oidc_client_secret)
+
+    @property
+    def smtp_server(self) -> SmtpServer | None:
+        """The server ``HUMANGATE_SMTP_URL`` names (checked when the settings were read)."""
+        return None if self.smtp_url is None else parse_smtp_url(self.smtp_url.get_secret_value())
 
     @property
     def external_redis(self) -> bool:

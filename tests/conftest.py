@@ -22,6 +22,7 @@ from schemas.settings import Settings, override_settings
 from tests.browser import OpenPage, Watched, launch_chromium, watch
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
+from tests.fakes.smtp import FakeSmtp
 from tests.fakes.teams import FakeTeams
 from tests.oidc import Provider, running_provider
 
@@ -262,6 +263,13 @@ def discord() -> Iterator[FakeDiscord]:
     """A fake Discord REST API (point a gateway at it with ``**discord.env()``)."""
     fake = FakeDiscord()
     with fake.server.running():
+        yield fake
+
+
+@pytest.fixture
+def smtp() -> Iterator[FakeSmtp]:
+    """A real SMTP server on 127.0.0.1, plain, no login (point a process at it with ``**smtp.env()``)."""
+    with FakeSmtp() as fake:
         yield fake
 
 

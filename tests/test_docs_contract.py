@@ -267,7 +267,9 @@ def test_readme_and_contributing_link_the_contract() -> None:
 
 
 @pytest.mark.parametrize(
-    "page", ["README.md", "docs/policies.md", "docs/escalation.md", "docs/webhooks.md"], ids=str
+    "page",
+    ["README.md", "docs/policies.md", "docs/escalation.md", "docs/webhooks.md", "docs/email.md"],
+    ids=str,
 )
 def test_every_policy_file_example_is_a_valid_policy_file(page: str) -> None:
     """An admin copies these: each ```toml block of the page is read as a whole policy file."""

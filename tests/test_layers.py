@@ -10,7 +10,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PLATFORM_PACKAGES = ("channels.slack", "channels.discord", "channels.teams", "channels.web")
+PLATFORM_PACKAGES = (
+    "channels.slack",
+    "channels.discord",
+    "channels.teams",
+    "channels.web",
+    "channels.email",
+)
 """The packages of the platforms registered today; a new one would be added here with its line."""
 
 

@@ -20,6 +20,7 @@ from schemas.models import HumanFunction
 from schemas.settings import Settings
 from workers.happened import happened
 from workers.loop import JobLoop, job_loop
+from workers.outcomes import OWN_POST, show_outcome
 from workers.steps import update_step_posts
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
     # It may have ended while we posted, before the refs existed for the update job.
     hf = await store.get(hf_id)
     if not hf.is_pending:
-        await channel.update(hf, loop.context(hf), client)
+        await show_outcome(loop, hf, OWN_POST, client)
         await store.synced(hf_id)
     return "delivered"
 
@@ -146,8 +147,7 @@ async def _update(loop: JobLoop, hf_id: str) -> str:
         if refs:
             await store.set_refs(hf_id, refs)
             hf = hf.model_copy(update={"refs": refs})
-    if hf.refs:
-        await channel.update(hf, loop.context(hf), client)
+    if hf.refs and await show_outcome(loop, hf, OWN_POST, client):
         logger.info("updated hf=%s channel=%s status=%s", hf_id, hf.channel, hf.status)
     steps = await update_step_posts(loop, hf)  # escalation widens: every step's post shows it too
     await store.synced(hf_id)

@@ -23,6 +23,7 @@ from schemas.models import HumanFunction
 from schemas.results import duration_text
 from workers.happened import happened
 from workers.loop import JobLoop, job_loop
+from workers.outcomes import show_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ async def _post_step(loop: JobLoop, hf_id: str, index: int) -> str:
     await escalated(loop, hf, index)
     hf = await store.get(hf_id)
     if not hf.is_pending:  # it ended while we posted: the update job may have missed this post
-        await channel.update(step_view(hf, index), loop.context(hf), client)
+        await show_outcome(loop, step_view(hf, index), index, client)
     return "posted"
 
 
@@ -140,8 +141,7 @@ async def update_step_posts(loop: JobLoop, hf: HumanFunction) -> int:
             continue
         view = step_view(hf, index)
         client = await loop.client(view.channel)
-        await CHANNELS[view.channel].update(view, loop.context(view), client)
-        updated += 1
+        updated += await show_outcome(loop, view, index, client)
     return updated
 
 

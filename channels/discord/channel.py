@@ -46,6 +46,7 @@ class DiscordChannel:
     name = "discord"
     title = "Discord"
     posts = True
+    edits = True
     target_setting: str | None = "discord_channel_id"
 
     def endpoints(self) -> list[Endpoint]:

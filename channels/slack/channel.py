@@ -48,6 +48,7 @@ class SlackChannel:
     name = "slack"
     title = "Slack"
     posts = True
+    edits = True
     target_setting: str | None = "slack_channel"
 
     def endpoints(self) -> list[Endpoint]:

@@ -38,6 +38,7 @@ class TeamsChannel:
     name = "teams"
     title = "Teams"
     posts = True
+    edits = True
     target_setting: str | None = "teams_conversation"
 
     def __init__(self) -> None:

@@ -53,6 +53,7 @@ class WebChannel:
     name = "web"
     title = "The web form"
     posts = False
+    edits = True
     target_setting: str | None = None
 
     def missing_settings(self, settings: Settings) -> list[str]:

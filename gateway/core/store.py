@@ -385,6 +385,17 @@ class HumanFunctionStore:
         await self.redis.hset(keys.human_function(hf_id), mapping={"refs": json.dumps(refs)})
 
     @store_operation
+    async def claim_outcome(self, hf_id: str, post: int) -> bool:
+        """Claim the sending of ``hf_id``'s outcome to post ``post`` (0: its own, else a step's), for
+        a channel that sends it as a new message (email): True the first time only."""
+        return bool(await self.redis.hsetnx(keys.human_function(hf_id), outcome_field(post), "1"))
+
+    @store_operation
+    async def release_outcome(self, hf_id: str, post: int) -> None:
+        """Give back a claim whose sending failed, so that a retry sends the outcome."""
+        await self.redis.hdel(keys.human_function(hf_id), outcome_field(post))
+
+    @store_operation
     async def set_refs_if_missing(self, hf_id: str, refs: dict[str, Any]) -> bool:
         """Record references learnt from a platform callback, unless some are recorded already."""
         return bool(await self.redis.hsetnx(keys.human_function(hf_id), "refs", json.dumps(refs)))
@@ -532,6 +543,11 @@ def _load_steps(doc: dict[str, Any], data: dict[str, str]) -> None:
 def step_post_field(index: int) -> str:
     """The hash field holding where step ``index`` posted (docs/state-machine.md)."""
     return f"post:{index}"
+
+
+def outcome_field(post: int) -> str:
+    """The hash field set once the outcome was sent to post ``post`` (``claim_outcome``)."""
+    return f"outcome-sent:{post}"
 
 
 def step_fired_field(index: int) -> str:

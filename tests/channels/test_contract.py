@@ -35,6 +35,7 @@ from tests.fakes import discord_interactions, slack_callbacks, teams_activities
 from tests.fakes.discord import ADA as DISCORD_ADA
 from tests.fakes.discord import CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.slack import FakeSlack
+from tests.fakes.smtp import FakeSmtp
 from tests.fakes.teams import ADA as TEAMS_ADA
 from tests.fakes.teams import BO as TEAMS_BO
 from tests.fakes.teams import FakeTeams, dumps
@@ -60,6 +61,8 @@ class Driver:
     """What the contract needs of one platform's fake: its settings, its posts, a signed answer."""
 
     name: str
+    answered_on = ""
+    """The channel whose endpoint takes the answer (and its ``via``): the driver's own unless set."""
     person: Person | None
     """Who the driver's answer comes from, as the platform vouches for them."""
 
@@ -179,11 +182,34 @@ class WebDriver(Driver):
         return {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
 
 
+class EmailDriver(WebDriver):
+    """Email only tells: the request is emailed and answered on its web form (so as ``WebDriver``),
+    and its outcome is a reply in the request's thread."""
+
+    name = "email"
+    answered_on = "web"
+
+    def __init__(self, fake: FakeSmtp, public_url: str) -> None:
+        super().__init__(public_url)
+        self.fake = fake
+
+    def env(self) -> dict[str, str]:
+        return self.fake.env()
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        (sent,) = [r for r in self.fake.received if r.header("Message-ID") == hf.refs["message_id"]]
+        return {"message_id": sent.header("Message-ID"), "text": sent.text, "html": sent.html}
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        return sum(1 for r in self.fake.received if r.header("In-Reply-To") == post["message_id"])
+
+
 DRIVERS: dict[str, Callable[[pytest.FixtureRequest, Settings], Driver]] = {
     "slack": lambda request, _: SlackDriver(request.getfixturevalue("slack")),
     "discord": lambda request, _: DiscordDriver(request.getfixturevalue("discord")),
     "teams": lambda request, _: TeamsDriver(request.getfixturevalue("teams")),
     "web": lambda _, settings: WebDriver(settings.public_url),
+    "email": lambda request, settings: EmailDriver(request.getfixturevalue("smtp"), settings.public_url),
 }
 """How to drive each registered channel's fake (the conftest fixtures of the same names)."""
 
@@ -242,7 +268,7 @@ async def keeps_the_contract(
 ) -> None:
     channel = CHANNELS[driver.name]
     assert channel.missing_settings(settings) == []
-    endpoint = answering_endpoint(driver.name)
+    endpoint = answering_endpoint(driver.answered_on or driver.name)
 
     # Delivered: a posting channel posts each request once and records where.
     opened = [
@@ -276,7 +302,8 @@ async def keeps_the_contract(
 
     accepted = await ended(runtime, target.id)
     assert accepted.status is Status.ACCEPTED and accepted.outcome is not None
-    assert accepted.outcome.via == driver.name and accepted.outcome.content == {"approved": True}
+    via = driver.answered_on or driver.name
+    assert accepted.outcome.via == via and accepted.outcome.content == {"approved": True}
     if driver.person is not None:
         assert driver.person.id in (accepted.outcome.by or "")
 
@@ -304,6 +331,7 @@ APPROVERS: dict[str, list[str]] = {
     "discord": [f"discord:role:{REVIEWERS_ROLE}"],  # Cy has the role, Ada not
     "teams": [f"teams:{TEAMS_BO.aad_id.upper()}"],  # Bo, written in upper case
     "web": ["operator:alice"],
+    "email": ["email:ada@example.org"],
 }
 """The policy's approvers per channel, naming the driver's approver (by group, role or id)."""
 
@@ -313,6 +341,7 @@ REFUSED = {
     "discord": f"discord:user:{DISCORD_ADA.id}",
     "teams": f"teams:{TEAMS_ADA.aad_id}",
     "web": FORM_LINK,
+    "email": FORM_LINK,
 }
 """Who the audit trail says was refused: the someone else of ``as_person``, as policies name people."""
 
@@ -376,7 +405,8 @@ async def test_only_approvers_answer_on_every_channel(
         if CHANNELS[driver.name].posts:
             only = f"Only {', '.join(APPROVERS[driver.name])} may answer"
             assert only in json.dumps(post)  # the post says who may answer
-        path = answering_endpoint(driver.name).path.replace("{token}", hf.form_token)
+        where = driver.answered_on or driver.name
+        path = answering_endpoint(where).path.replace("{token}", hf.form_token)
 
         # Someone else: refused privately, nothing changes.
         other = as_person(driver, hf, post, approver=False)
@@ -385,7 +415,7 @@ async def test_only_approvers_answer_on_every_channel(
         refusal = {
             "event": "refused",
             "who": REFUSED[driver.name],
-            "where": driver.name,
+            "where": where,
             "why": "not_approver",
         }
         assert [{k: v for k, v in e.items() if k != "at"} for e in await trail(runtime.redis, hf.id)] == [
@@ -418,10 +448,11 @@ async def test_only_approvers_answer_on_every_channel(
         # The approver: their answer ends it, and the result says who they are.
         mine = as_person(driver, hf, post, approver=True)
         response = await client.post(path, content=mine.body, headers=mine.headers | mine.signature)
-        if driver.name == "web":  # no sign-in on this gateway: the link answers for nobody
+        if where == "web":  # no sign-in on this gateway: the link answers for nobody
             assert response.status_code == 403 and (await runtime.store.get(hf.id)).is_pending
             page = await client.get(path)
-            assert page.status_code == 403 and "Only operator:alice may answer" in page.text
+            only = f"Only {', '.join(APPROVERS[driver.name])} may answer"
+            assert page.status_code == 403 and only in page.text
             return
         assert response.status_code < 400, response.text
 

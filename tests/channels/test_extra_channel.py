@@ -58,6 +58,7 @@ class CarrierChannel:
     name = "carrier"
     title = "Carrier"
     posts = True
+    edits = True
 
     def missing_settings(self, settings: Settings) -> list[str]:
         return []

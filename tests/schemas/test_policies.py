@@ -104,7 +104,7 @@ rate_limit = 1.5
         (
             5,
             "policies.deploys.channels[1]",
-            "'sms' is not a channel; the channels are slack, discord, teams, web",
+            "'sms' is not a channel; the channels are slack, discord, teams, web, email",
         ),
         (
             7,
@@ -121,7 +121,7 @@ rate_limit = 1.5
         (
             10,
             "policies.deploys.targets.web",
-            "is not a channel with a target; targets are set for slack, discord, teams",
+            "is not a channel with a target; targets are set for slack, discord, teams, email",
         ),
         (12, "policies.with space", "a policy name must use 1-64 letters, digits, '-' or '_'"),
         (13, "policies.with space.timeout", "must be a number (got a string)"),
@@ -411,7 +411,7 @@ def test_a_key_wrong_on_its_own_is_not_used_by_the_rules_between_keys() -> None:
     assert [str(m) for m in mistakes(text)] == [
         "line 2: policies.p.timeout: must be a number (got a string)",
         "line 6: policies.p.steps[0].channel: 'sms' is not a channel; the channels are slack, discord, "
-        "teams, web",
+        "teams, web, email",
     ]
 
 
