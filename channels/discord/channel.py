@@ -61,13 +61,13 @@ class DiscordChannel:
 
     def missing_settings(self, settings: Settings) -> list[str]:
         token = settings.discord_bot_token
+        over_gateway = settings.discord_inbound == "gateway"  # then nothing is signed with the key
         wanted = {
             "DISCORD_BOT_TOKEN": token is not None and token.get_secret_value().strip(),
             "DISCORD_APPLICATION_ID": settings.discord_application_id,
+            "DISCORD_PUBLIC_KEY": over_gateway or settings.discord_public_key,
             "HUMANGATE_DISCORD_CHANNEL_ID": settings.discord_channel_id,
         }
-        if settings.discord_inbound == "http":  # over the Gateway, nothing is signed with it
-            wanted["DISCORD_PUBLIC_KEY"] = settings.discord_public_key
         return [name for name, value in wanted.items() if not value]
 
     def render(self, hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
