@@ -156,8 +156,15 @@ class DiscordChannel:
             try:
                 await rest.me()
                 channel = await rest.channel(rest.channel_id)
+                application = await rest.application() if settings.discord_inbound == "gateway" else {}
             except DeliveryError as exc:
                 return [*problems, str(exc)]
+        if application.get("interactions_endpoint_url"):
+            problems.append(
+                "the application has an Interactions Endpoint URL, so Discord sends interactions there "
+                "and never over the Gateway (HUMANGATE_DISCORD_INBOUND=gateway): clear it on the General "
+                "Information page of your application in the Discord Developer Portal"
+            )
         kind = NOT_MESSAGE_CHANNELS.get(int(channel.get("type", 0)))
         if kind:
             problems.append(

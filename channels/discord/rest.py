@@ -119,6 +119,12 @@ class DiscordRest:
                     raise
             return self._me
 
+    async def application(self) -> dict[str, Any]:
+        """The bot's application (``GET /oauth2/applications/@me``)."""
+        await self.me()
+        data: dict[str, Any] = await self._call("reading the application", self._http.application_info())
+        return data
+
     async def channel(self, channel_id: str) -> dict[str, Any]:
         await self.me()
         data: dict[str, Any] = await self._call(
