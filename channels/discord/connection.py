@@ -1,4 +1,4 @@
-"""Discord's Gateway as the way interactions arrive (``HUMANGATE_DISCORD_INBOUND=gateway``, SPEC §15):
+"""Discord's Gateway as the way interactions arrive (``HUMANGATE_DISCORD_INBOUND=gateway``, docs/discord.md):
 no public URL, no ``DISCORD_PUBLIC_KEY``.
 
 The connection is discord.py's own ``Client``: it logs in, opens the Gateway that ``GET /gateway/bot``

@@ -23,7 +23,7 @@ from tests.fakes.discord_interactions import buttons, click, interaction, send
 from tests.mcp_client import text_of
 
 TAKEOVER_TARGET = 15.0
-"""SPEC §15: seconds from a holder's death to the next interaction answered."""
+"""docs/discord.md: seconds from a holder's death to the next interaction answered."""
 
 
 async def test_without_a_public_key_the_endpoint_refuses_everything_and_the_gateway_answers(
@@ -112,7 +112,7 @@ async def test_a_killed_holder_is_replaced_and_a_click_in_the_gap_changes_nothin
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
     assert discord.server.calls_to(discord.callback_path(gap_click)) == []
     assert discord.gateway.most_connected == 1
-    with capsys.disabled():  # the figure of SPEC §15's takeover, shown by every run
+    with capsys.disabled():  # the takeover figure (docs/discord.md), shown by every run
         sys.stdout.write(f"\ndiscord holder SIGKILLed: connected again after {connected:.1f} s, ")
         sys.stdout.write(f"next interaction answered after {answered:.1f} s\n")
     assert answered <= TAKEOVER_TARGET, f"connected after {connected:.1f} s, answered after {answered:.1f} s"
