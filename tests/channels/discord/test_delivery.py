@@ -123,14 +123,20 @@ def test_doctor_checks_the_token_and_the_channel_in_plain_words(redis_url: str, 
     )
     assert f"channel {CATEGORY_ID} is a category, where the bot cannot post" in category.stdout
     assert "DISCORD_PUBLIC_KEY is not a 64-character hex key" in category.stdout
+    unconfigured = run_cli("doctor", redis_url=redis_url, env={})
+    assert (
+        "[--  ] discord: not configured (set DISCORD_BOT_TOKEN, DISCORD_APPLICATION_ID" in unconfigured.stdout
+    )
+
+
+def test_doctor_over_the_gateway_needs_no_public_key_and_names_an_endpoint_url_left_set(
+    redis_url: str, discord: FakeDiscord
+) -> None:
     over_gateway = run_cli("doctor", redis_url=redis_url, env=discord.env(inbound="gateway"))
     assert "[ok  ] discord: configured and working" in over_gateway.stdout, over_gateway.stdout
     discord.interactions_endpoint_url = "https://gate.example/discord/interactions"
     endpoint_set = run_cli("doctor", redis_url=redis_url, env=discord.env(inbound="gateway"))
+    assert endpoint_set.returncode == 1
     assert "the application has an Interactions Endpoint URL, so Discord sends interactions there" in (
         endpoint_set.stdout
-    )
-    unconfigured = run_cli("doctor", redis_url=redis_url, env={})
-    assert (
-        "[--  ] discord: not configured (set DISCORD_BOT_TOKEN, DISCORD_APPLICATION_ID" in unconfigured.stdout
     )
