@@ -176,6 +176,10 @@ class Settings(BaseSettings):
     discord_api_url: str = "https://discord.com/api/v10"
     discord_allowed_users: CommaList = Field(default_factory=list)
     discord_allowed_roles: CommaList = Field(default_factory=list)
+    discord_inbound: Literal["http", "gateway"] = "http"
+    """How Discord's interactions reach humangate: ``http``, Discord calls ``/discord/interactions``
+    (a public URL, signed with ``DISCORD_PUBLIC_KEY``); ``gateway``, over a Gateway connection that
+    humangate opens, one per bot token across the installation (no public URL; docs/discord.md)."""
 
     teams_app_id: str | None = Field(None, validation_alias=_env("TEAMS_APP_ID"))
     teams_app_password: SecretStr | None = Field(None, validation_alias=_env("TEAMS_APP_PASSWORD"))

@@ -260,9 +260,8 @@ def slack() -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def discord() -> Iterator[FakeDiscord]:
-    """A fake Discord REST API (point a gateway at it with ``**discord.env()``)."""
-    fake = FakeDiscord()
-    with fake.server.running():
+    """A fake Discord REST API and Gateway (point a gateway at it with ``**discord.env()``)."""
+    with FakeDiscord().running() as fake:
         yield fake
 
 

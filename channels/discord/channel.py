@@ -1,5 +1,7 @@
 """The Discord channel: a message with buttons, selects and modals, answered through Discord's
-interactions endpoint (``/discord/interactions``, see ``channels.discord.inbound``).
+interactions endpoint (``/discord/interactions``, see ``channels.discord.inbound``) or, with
+``HUMANGATE_DISCORD_INBOUND=gateway``, over a Gateway connection humangate opens
+(``channels.discord.connection``).
 
 Rendering (``channels.discord.embed``, ``channels.discord.components``, ``channels.discord.modal``) and
 parsing are pure. ``verify`` checks Discord's Ed25519 signature over timestamp + body. The only I/O is
@@ -60,10 +62,11 @@ class DiscordChannel:
 
     def missing_settings(self, settings: Settings) -> list[str]:
         token = settings.discord_bot_token
+        over_gateway = settings.discord_inbound == "gateway"  # then nothing is signed with the key
         wanted = {
             "DISCORD_BOT_TOKEN": token is not None and token.get_secret_value().strip(),
             "DISCORD_APPLICATION_ID": settings.discord_application_id,
-            "DISCORD_PUBLIC_KEY": settings.discord_public_key,
+            "DISCORD_PUBLIC_KEY": over_gateway or settings.discord_public_key,
             "HUMANGATE_DISCORD_CHANNEL_ID": settings.discord_channel_id,
         }
         return [name for name, value in wanted.items() if not value]
@@ -131,13 +134,20 @@ class DiscordChannel:
             logger.warning("cannot show the outcome hf=%s channel=discord: %s", hf.id, exc)
 
     def openings(self, settings: Settings) -> list[Opening]:
-        """None yet: the platform reaches this channel by calling its endpoints."""
-        return []
+        """One Gateway connection for the bot token, installation-wide, when interactions come over
+        it (``HUMANGATE_DISCORD_INBOUND=gateway``); none when Discord calls ``/discord/interactions``."""
+        if settings.discord_inbound != "gateway":
+            return []
+        # Imported here: the connection answers with the endpoint's handler, which uses this module.
+        from channels.discord.connection import hold_gateway
+
+        return [Opening(self.name, 1, "gateway", hold_gateway)]
 
     async def check(self, settings: Settings) -> list[str]:
         problems = []
         try:
-            VerifyKey(bytes.fromhex(settings.discord_public_key or ""))
+            if settings.discord_public_key is not None or settings.discord_inbound == "http":
+                VerifyKey(bytes.fromhex(settings.discord_public_key or ""))
         except ValueError:
             problems.append(
                 "DISCORD_PUBLIC_KEY is not a 64-character hex key: copy the Public Key from the General "
@@ -147,8 +157,15 @@ class DiscordChannel:
             try:
                 await rest.me()
                 channel = await rest.channel(rest.channel_id)
+                application = await rest.application() if settings.discord_inbound == "gateway" else {}
             except DeliveryError as exc:
                 return [*problems, str(exc)]
+        if application.get("interactions_endpoint_url"):
+            problems.append(
+                "the application has an Interactions Endpoint URL, so Discord sends interactions there "
+                "and never over the Gateway (HUMANGATE_DISCORD_INBOUND=gateway): clear it on the General "
+                "Information page of your application in the Discord Developer Portal"
+            )
         kind = NOT_MESSAGE_CHANNELS.get(int(channel.get("type", 0)))
         if kind:
             problems.append(
@@ -186,6 +203,11 @@ def verify_interaction(public_key: str | None, headers: Mapping[str, str], body:
     ``X-Signature-Ed25519``. ``headers`` has lower-case names.
     """
     signature, stamp = headers.get("x-signature-ed25519"), headers.get("x-signature-timestamp")
+    if not public_key:
+        raise SignatureError(
+            "DISCORD_PUBLIC_KEY is not set, so no interaction is accepted here (interactions come "
+            "over the Gateway: HUMANGATE_DISCORD_INBOUND=gateway)"
+        )
     if not signature or not stamp:
         raise SignatureError("missing X-Signature-Ed25519 or X-Signature-Timestamp header")
     try:

@@ -1,8 +1,12 @@
-"""``POST /discord/interactions``: Discord's interactions endpoint (PING, button and select clicks,
-modal submits), so no gateway websocket is needed and any gateway process can answer.
+"""Discord's interactions (PING, button and select clicks, modal submits), however they arrive.
 
-Every request is verified first, by the gateway's webhook opening (Ed25519 over timestamp + body,
-fresh within ``SIGNATURE_MAX_AGE``; else 401), and applied once (``Desk.first_delivery``). A click
+``respond`` is the one handler: it takes an interaction as Discord sends it and returns the
+interaction response. Two transports feed it. Over HTTP (``HUMANGATE_DISCORD_INBOUND=http``),
+``POST /discord/interactions`` (``interactions``) is verified first, by the gateway's webhook opening
+(Ed25519 over timestamp + body with ``DISCORD_PUBLIC_KEY``, fresh within ``SIGNATURE_MAX_AGE``;
+else 401), applied once (``Desk.first_delivery``), and the response is its body. Over Discord's
+Gateway (``gateway``), ``channels.discord.connection`` reads the same interaction from
+``INTERACTION_CREATE`` and posts the same response to the interaction callback. A click
 that answers goes through ``Desk.answer`` like every channel's answer and gets the ended message
 back (``UPDATE_MESSAGE``); one that asks for input gets a modal; errors, refusals and late clicks get an
 ephemeral note only the clicker sees. Nothing is recorded for a user outside
@@ -68,24 +72,31 @@ async def interactions(request: Request, inbound: Inbound, desk: Desk) -> Respon
         raise InvalidRequestError(str(exc)) from None
     if interaction is None:
         raise InvalidRequestError("the body must be a JSON interaction object with a numeric type")
-    if interaction["type"] == PING:
-        return JSONResponse({"type": PONG})
-    signature = inbound.headers["x-signature-ed25519"].lower()
-    if not await desk.first_delivery(signature, 2 * SIGNATURE_MAX_AGE):
-        logger.info("replayed interaction not applied again channel=discord")
-        return JSONResponse(note("This interaction was already handled."))
-    return JSONResponse(await _respond(desk, interaction))
+    if interaction["type"] != PING:
+        signature = inbound.headers["x-signature-ed25519"].lower()
+        if not await desk.first_delivery(signature, 2 * SIGNATURE_MAX_AGE):
+            logger.info("replayed interaction not applied again channel=discord")
+            return JSONResponse(note("This interaction was already handled."))
+    return JSONResponse(await respond(desk, interaction))
 
 
 def _interaction(body: bytes) -> dict[str, Any] | None:
     """The interaction object of a body; ``None`` if it is JSON of another shape."""
     data = read_json(body)
-    if not isinstance(data, dict) or not isinstance(data.get("type"), int) or isinstance(data["type"], bool):
-        return None
-    return data
+    return data if is_interaction(data) else None
 
 
-async def _respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
+def is_interaction(data: object) -> bool:
+    """Whether ``data`` has an interaction's shape: an object with a numeric ``type``."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    return isinstance(kind, int) and not isinstance(kind, bool)
+
+
+async def respond(desk: Desk, interaction: Mapping[str, Any]) -> Reply:
+    """The interaction response to ``interaction`` (from an authenticated transport, applied once):
+    PONG to a PING, else what the click or submit does."""
+    if interaction["type"] == PING:
+        return {"type": PONG}
     data = interaction.get("data") if isinstance(interaction.get("data"), Mapping) else {}
     if interaction["type"] not in (COMPONENT, MODAL_SUBMIT):
         return note("humangate only handles its own buttons, menus and forms.")

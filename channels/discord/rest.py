@@ -3,8 +3,9 @@
 discord.py's client brings what Discord asks of bots: ``Authorization: Bot <token>``, per-route
 rate-limit buckets, waiting out a 429 for its ``retry_after`` (up to ``MAX_RATE_LIMIT_WAIT``, then
 ``RateLimited``), the global limit, and retries of 500/502/504. Its routes are built on the class-wide
-``Route.BASE``; ``_RebasedClient`` moves each request to the configured base instead, so nothing
-global is changed and tests point the real client at a fake API.
+``Route.BASE``; ``RebasedClient`` moves each request (and the Gateway connection, see
+``channels.discord.connection``) to the configured base instead, so nothing global is changed and
+tests point the real client at a fake API.
 
 Every call has a deadline (``CALL_TIMEOUT``) and turns failures into ``DeliveryError``: retryable for
 rate limits, 5xx and network trouble, not retryable (with what to fix, in plain words) for a refused
@@ -21,6 +22,7 @@ from typing import Any
 
 import aiohttp
 import discord
+from discord.gateway import DiscordWebSocket
 from discord.http import HTTPClient, MultipartParameters, Route
 
 from schemas.errors import DeliveryError
@@ -36,7 +38,7 @@ CALL_TIMEOUT = 45.0
 RECENT_MESSAGES = 50
 """How many of the channel's latest messages a retried delivery looks through for its earlier post."""
 
-_WEBHOOK_TOKEN = re.compile(r"(/webhooks/\d+/)[^/\s?]+")
+_WEBHOOK_TOKEN = re.compile(r"(/(?:webhooks|interactions)/\d+/)[^/\s?]+")
 _live_tokens: set[str] = set()
 """Interaction tokens in use by a webhook call right now; discord.py logs them in rate-limit lines."""
 
@@ -62,17 +64,30 @@ def _redact(text: str) -> str:
 logging.getLogger("discord.http").addFilter(_RedactWebhookTokens())
 
 
-class _RebasedClient(HTTPClient):
-    """discord.py's HTTP client sending every route to ``base_url`` instead of ``Route.BASE``."""
+class RebasedClient(HTTPClient):
+    """discord.py's HTTP client sending every route to ``base_url`` instead of ``Route.BASE``, and
+    opening the Gateway at the URL that base's ``GET /gateway/bot`` names instead of discord.py's
+    built-in ``DiscordWebSocket.DEFAULT_GATEWAY`` (Discord names that same address; a test's fake
+    API names its own)."""
 
     def __init__(self, base_url: str) -> None:
         super().__init__(asyncio.get_running_loop(), max_ratelimit_timeout=MAX_RATE_LIMIT_WAIT)
         self.base_url = base_url.rstrip("/")
+        self._gateway_url: str | None = None
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
         if route.url.startswith(Route.BASE):
             route.url = self.base_url + route.url[len(Route.BASE) :]
         return await super().request(route, **kwargs)
+
+    async def ws_connect(self, url: str, *, compress: int = 0) -> aiohttp.ClientWebSocketResponse:
+        default = str(DiscordWebSocket.DEFAULT_GATEWAY).rstrip("/")
+        if url.startswith(default):
+            if self._gateway_url is None:
+                _, found, _ = await self.get_bot_gateway()
+                self._gateway_url = found.rstrip("/")
+            url = self._gateway_url + url[len(default) :]
+        return await super().ws_connect(url, compress=compress)
 
 
 class DiscordRest:
@@ -84,7 +99,7 @@ class DiscordRest:
         self.channel_id = channel_id
         """``HUMANGATE_DISCORD_CHANNEL_ID``: where requests are posted."""
         self._token = token
-        self._http = _RebasedClient(self.base_url)
+        self._http = RebasedClient(self.base_url)
         self._me: dict[str, Any] | None = None
         self._login_lock = asyncio.Lock()
 
@@ -103,6 +118,12 @@ class DiscordRest:
                     await self._http.close()  # log in opens a session; the next try opens another
                     raise
             return self._me
+
+    async def application(self) -> dict[str, Any]:
+        """The bot's application (``GET /oauth2/applications/@me``)."""
+        await self.me()
+        data: dict[str, Any] = await self._call("reading the application", self._http.application_info())
+        return data
 
     async def channel(self, channel_id: str) -> dict[str, Any]:
         await self.me()
@@ -160,6 +181,18 @@ class DiscordRest:
             webhook_token=token,
         )
         await self._webhook("editing the original message", token, self._http.request(route, json=payload))
+
+    async def callback(self, interaction_id: str, token: str, payload: dict[str, Any]) -> None:
+        """Answer an interaction read from the Gateway (what an HTTP interaction's response body
+        says), within Discord's 3 seconds; needs no bot token."""
+        await self.me()
+        route = Route(
+            "POST",
+            "/interactions/{interaction_id}/{interaction_token}/callback",
+            interaction_id=interaction_id,
+            interaction_token=token,
+        )
+        await self._webhook("answering an interaction", token, self._http.request(route, json=payload))
 
     async def _webhook(self, what: str, token: str, request: Any) -> None:
         _live_tokens.add(token)

@@ -1,7 +1,10 @@
-"""A fake Discord for tests: the REST routes humangate calls, answered like Discord answers them.
+"""A fake Discord for tests: the REST routes humangate calls, answered like Discord answers them,
+and its Gateway (``tests.fakes.discord_gateway``, named by ``GET /gateway/bot``).
 
 discord.py's real HTTP client talks to it through ``HUMANGATE_DISCORD_API_URL`` (``FakeDiscord.api_url``);
-every request is recorded by ``tests.fakes.server.FakeServer``. The fake also refuses what Discord
+every request is recorded by ``tests.fakes.server.FakeServer``. An interaction sent over the Gateway
+is answered at ``POST /interactions/{id}/{token}/callback``: once per interaction dispatched (Discord
+answers 404 Unknown interaction to another id and 400 to a second answer). The fake also refuses what Discord
 refuses (too many rows or buttons, over-long labels and custom ids), so a rendering that breaks a limit
 fails the end-to-end tests too. Interactions to send to the gateway are built and signed in
 ``tests.fakes.discord_interactions`` with this module's test key.
@@ -13,13 +16,15 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from nacl.signing import SigningKey
 from starlette.responses import JSONResponse, Response
 
+from tests.fakes.discord_gateway import FakeGateway
 from tests.fakes.server import Call, FakeServer
 
 TOKEN = "fake-discord-bot-token"
@@ -37,9 +42,18 @@ BOT_USER = {
     "id": APPLICATION_ID,
     "username": "humangate",
     "global_name": None,
+    "avatar": None,
     "bot": True,
     "discriminator": "0",
+    "public_flags": 0,
+    "flags": 0,
+    "banner": None,
+    "accent_color": None,
+    "mfa_enabled": True,
+    "locale": "en-US",
+    "verified": True,
 }
+"""The bot's user, as ``GET /users/@me`` and READY give it."""
 WAIT = 30.0
 
 
@@ -72,26 +86,66 @@ class FakeDiscord:
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
     other_channels: set[str] = field(default_factory=set)
     """Text channels the bot may post in besides ``CHANNEL_ID`` (a policy's targets)."""
+    interactions_endpoint_url: str | None = None
+    """The application's Interactions Endpoint URL (Discord then sends no interaction over the Gateway)."""
     server: FakeServer = field(init=False)
+    gateway: FakeGateway = field(init=False)
+    answered: dict[str, float] = field(default_factory=dict)
+    """Interaction id -> seconds from its dispatch over the Gateway to its callback."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1600000000000000001))
+    _dispatched: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.server = FakeServer(self._handle)
+        self.gateway = FakeGateway(self.token, BOT_USER, APPLICATION_ID)
+
+    @contextmanager
+    def running(self) -> Iterator[FakeDiscord]:
+        """The REST API and the Gateway, both listening on loopback."""
+        with self.server.running():
+            self.gateway.start()
+            try:
+                yield self
+            finally:
+                self.gateway.stop()
 
     @property
     def api_url(self) -> str:
         return f"{self.server.url}/api/v10"
 
-    def env(self, **extra: str) -> dict[str, str]:
-        """The gateway environment that points Discord at this fake."""
-        return {
+    def env(self, *, inbound: str = "http", **extra: str) -> dict[str, str]:
+        """The gateway environment that points Discord at this fake; with ``inbound="gateway"``,
+        interactions come over the Gateway and no public key is set."""
+        env = {
             "DISCORD_BOT_TOKEN": self.token,
             "DISCORD_APPLICATION_ID": APPLICATION_ID,
             "DISCORD_PUBLIC_KEY": PUBLIC_KEY,
             "HUMANGATE_DISCORD_CHANNEL_ID": CHANNEL_ID,
             "HUMANGATE_DISCORD_API_URL": self.api_url,
-        } | extra
+            "HUMANGATE_DISCORD_INBOUND": inbound,
+        }
+        if inbound == "gateway":
+            del env["DISCORD_PUBLIC_KEY"]
+        return env | extra
+
+    def callback_path(self, interaction: Mapping[str, Any]) -> str:
+        return f"/api/v10/interactions/{interaction['id']}/{interaction['token']}/callback"
+
+    async def dispatch(self, interaction: dict[str, Any]) -> bool:
+        """Send ``interaction`` over the Gateway (see ``FakeGateway.dispatch``)."""
+        with self._lock:
+            self._dispatched[str(interaction["id"])] = time.monotonic()
+        return await self.gateway.dispatch(interaction)
+
+    async def interact(self, interaction: dict[str, Any]) -> dict[str, Any]:
+        """Send ``interaction`` over the Gateway once a session is connected, and return the
+        interaction response humangate posted to its callback."""
+        await self.gateway.session_up()
+        assert await self.dispatch(interaction), "no Gateway session took the interaction"
+        calls = await self.server.wait_for_call(self.callback_path(interaction), method="POST")
+        body: dict[str, Any] = calls[0].json()
+        return body
 
     def post_calls(self) -> list[Call]:
         return self.server.calls_to(f"/api/v10/channels/{CHANNEL_ID}/messages", "POST")
@@ -139,10 +193,17 @@ class FakeDiscord:
         parts = path.strip("/").split("/")
         if parts[0] == "webhooks":
             return JSONResponse({"id": str(next(self._ids)), "channel_id": CHANNEL_ID, "flags": 64})
+        if parts[0] == "interactions" and parts[3:] == ["callback"] and call.method == "POST":
+            return self._callback(parts[1])
         if call.headers.get("authorization") != f"Bot {self.token}":
             return _error(401, 0, "401: Unauthorized")
         if path == "/users/@me" and call.method == "GET":
             return JSONResponse(BOT_USER)
+        if path == "/oauth2/applications/@me" and call.method == "GET":
+            return JSONResponse(self._application())
+        if path == "/gateway/bot" and call.method == "GET":
+            limit = {"total": 1000, "remaining": 999, "reset_after": 86400000, "max_concurrency": 1}
+            return JSONResponse({"url": self.gateway.url, "shards": 1, "session_start_limit": limit})
         if parts[0] == "channels" and len(parts) >= 2:
             problem = None if parts[1] in self.other_channels else _channel_problem(parts[1])
             if problem is not None:
@@ -159,6 +220,30 @@ class FakeDiscord:
             if len(parts) == 4 and parts[2] == "messages" and call.method == "PATCH":
                 return self._edit(parts[3], call.json())
         return _error(404, 0, "404: Not Found")
+
+    def _callback(self, interaction_id: str) -> Response:
+        with self._lock:
+            dispatched = self._dispatched.get(interaction_id)
+            if dispatched is None:
+                return _error(404, 10062, "Unknown interaction")
+            if interaction_id in self.answered:
+                return _error(400, 40060, "Interaction has already been acknowledged.")
+            self.answered[interaction_id] = time.monotonic() - dispatched
+        return Response(status_code=204)
+
+    def _application(self) -> dict[str, Any]:
+        return {
+            "id": APPLICATION_ID,
+            "name": "humangate",
+            "icon": None,
+            "description": "",
+            "bot_public": False,
+            "bot_require_code_grant": False,
+            "owner": {"id": "1500000000000000009", "username": "owner", "discriminator": "0", "avatar": None},
+            "verify_key": PUBLIC_KEY,
+            "flags": 0,
+            "interactions_endpoint_url": self.interactions_endpoint_url,
+        }
 
     def _create(self, channel_id: str, body: dict[str, Any]) -> Response:
         invalid = form_problems(body)

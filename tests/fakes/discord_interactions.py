@@ -54,6 +54,7 @@ def interaction(
             "joined_at": "2024-01-01T00:00:00+00:00",
         },
         "app_permissions": "2248473465835073",
+        "attachment_size_limit": 10485760,
         "locale": "en-US",
         "guild_locale": "en-US",
         "entitlements": [],

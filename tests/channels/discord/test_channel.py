@@ -56,6 +56,22 @@ def test_missing_settings_name_the_environment_variables() -> None:
     ]
 
 
+def test_over_the_gateway_no_public_key_is_needed_and_one_connection_is_opened() -> None:
+    channel = DiscordChannel()
+    over_http = settings(discord_bot_token=SecretStr("t"), discord_application_id="1", discord_channel_id="2")
+    assert channel.missing_settings(over_http) == ["DISCORD_PUBLIC_KEY"]
+    assert channel.openings(over_http) == []
+    over_gateway = over_http.model_copy(update={"discord_inbound": "gateway"})
+    assert channel.missing_settings(over_gateway) == []
+    (opening,) = channel.openings(over_gateway)
+    assert (opening.platform, opening.slots, opening.mode) == ("discord", 1, "gateway")
+
+
+def test_without_a_public_key_every_callback_is_refused_naming_the_setting() -> None:
+    with pytest.raises(SignatureError, match="DISCORD_PUBLIC_KEY is not set"):
+        verify_interaction(None, signed(b"{}"), b"{}", NOW)
+
+
 def test_a_signature_made_as_discord_makes_it_is_accepted() -> None:
     body = b'{"type":1}'
     verify_interaction(PUBLIC, signed(body), body, NOW)

@@ -6,43 +6,43 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.channels.discord.flows import APPROVAL, ask, outcome_of
+from tests.channels.discord.flows import APPROVAL, Transport, ask, outcome_of
 from tests.conftest import StartGateway, run_cli
 from tests.fakes.discord import CATEGORY_ID, CHANNEL_ID, HIDDEN_CHANNEL_ID, FakeDiscord
-from tests.fakes.discord_interactions import buttons, click, send
+from tests.fakes.discord_interactions import buttons, click
 from tests.gateway.flows import post_form, start_call
 from tests.mcp_client import text_of
 
 
 async def test_a_rate_limited_post_waits_for_retry_after_and_posts_once(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     discord.rate_limit("POST", f"/api/v10/channels/{CHANNEL_ID}/messages", 1.5)
     call, posted = await ask(gateway, discord, "Slow down", APPROVAL)
     first, second = discord.post_calls()[:2]
     assert len(discord.stored()) == 1 and len(discord.post_calls()) == 2
     assert first.json()["nonce"] == second.json()["nonce"]
     (posted,) = discord.stored()
-    await send(gateway.url, click(posted, buttons(posted)["Approve"]))
+    await transport.send(gateway, click(posted, buttons(posted)["Approve"]))
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
 
 
 @pytest.mark.parametrize("lost", ["response", "job"])
 async def test_a_retried_delivery_never_posts_twice(
-    start_gateway: StartGateway, discord: FakeDiscord, lost: str
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport, lost: str
 ) -> None:
     if lost == "response":
         discord.lose_post_responses = 1  # posted, then a 500: discord.py posts again and the nonce holds
     else:
         discord.fail_post_responses = 1  # posted, then a 503 fails the job: the retry finds the post
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     call, posted = await ask(gateway, discord, "Once only", APPROVAL)
     hf_id = posted["nonce"]
     if lost == "job":
         path = f"/api/v10/channels/{CHANNEL_ID}/messages"
         await discord.server.wait_for(lambda calls: [c for c in calls if (c.method, c.path) == ("GET", path)])
-    reply = (await send(gateway.url, click(posted, buttons(posted)["Approve"]))).json()
+    reply = await transport.send(gateway, click(posted, buttons(posted)["Approve"]))
     assert reply["type"] == 7
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
     await discord.edited(posted["id"], lambda b: bool(outcome_of(b)))
@@ -126,4 +126,17 @@ def test_doctor_checks_the_token_and_the_channel_in_plain_words(redis_url: str, 
     unconfigured = run_cli("doctor", redis_url=redis_url, env={})
     assert (
         "[--  ] discord: not configured (set DISCORD_BOT_TOKEN, DISCORD_APPLICATION_ID" in unconfigured.stdout
+    )
+
+
+def test_doctor_over_the_gateway_needs_no_public_key_and_names_an_endpoint_url_left_set(
+    redis_url: str, discord: FakeDiscord
+) -> None:
+    over_gateway = run_cli("doctor", redis_url=redis_url, env=discord.env(inbound="gateway"))
+    assert "[ok  ] discord: configured and working" in over_gateway.stdout, over_gateway.stdout
+    discord.interactions_endpoint_url = "https://gate.example/discord/interactions"
+    endpoint_set = run_cli("doctor", redis_url=redis_url, env=discord.env(inbound="gateway"))
+    assert endpoint_set.returncode == 1
+    assert "the application has an Interactions Endpoint URL, so Discord sends interactions there" in (
+        endpoint_set.stdout
     )

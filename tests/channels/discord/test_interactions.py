@@ -1,6 +1,7 @@
 """Discord end to end, the answering side: official MCP client, real gateway process, real Redis and RQ
 worker, discord.py's HTTP client against the fake Discord, and interactions signed as Discord signs
-them. The delivery side is in ``test_discord_delivery``."""
+them, or sent over the fake Gateway (every flow runs both ways: the ``transport`` fixture). The delivery
+side is in ``test_delivery``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 import httpx
 from nacl.signing import SigningKey
 
-from tests.channels.discord.flows import APPROVAL, ask, outcome_of
+from tests.channels.discord.flows import APPROVAL, Transport, ask, outcome_of
 from tests.conftest import StartGateway
 from tests.fakes.discord import ADA, BO, CHANNEL_ID, CY, REVIEWERS_ROLE, FakeDiscord
 from tests.fakes.discord_interactions import buttons, click, interaction, send, sign, submit
@@ -36,18 +37,16 @@ PROFILE = {
 
 
 async def test_an_approval_is_approved_with_one_click_and_the_message_shows_it(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     call, posted = await ask(gateway, discord, "Deploy v2.1 to @everyone?", APPROVAL)
     body = discord.post_calls()[0].json()
     assert body["allowed_mentions"] == {"parse": []}
     assert body["enforce_nonce"] is True and len(body["nonce"]) == 16
     assert "@\u200beveryone" in posted["embeds"][0]["description"]
     assert list(buttons(posted)) == ["Approve", "Approve with details…", "Decline…", "Cancel"]
-    response = await send(gateway.url, click(posted, buttons(posted)["Approve"], user=ADA))
-    assert response.status_code == 200
-    reply = response.json()
+    reply = await transport.send(gateway, click(posted, buttons(posted)["Approve"], user=ADA))
     assert reply["type"] == 7 and reply["data"]["components"] == []
     assert outcome_of(reply["data"]).startswith(f"Approved by {ADA.by} · <t:")
     result = await call.result()
@@ -58,13 +57,13 @@ async def test_an_approval_is_approved_with_one_click_and_the_message_shows_it(
 
 
 async def test_a_single_select_is_answered_by_button_and_a_multi_select_by_menu(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     env = {"type": "string", "enum": ["dev", "prod"], "enumNames": ["Development", "Production"]}
     call, posted = await ask(gateway, discord, "Where to?", {"type": "object", "properties": {"env": env}})
     assert list(buttons(posted)) == ["Development", "Production", "Decline…", "Cancel"]
-    reply = (await send(gateway.url, click(posted, buttons(posted)["Production"], user=BO))).json()
+    reply = await transport.send(gateway, click(posted, buttons(posted)["Production"], user=BO))
     assert reply["type"] == 7
     assert text_of(await call.result()) == 'User provided: {"env":"prod"}'
     assert outcome_of(reply["data"]).startswith(f"Answered by {BO.by}")
@@ -87,22 +86,22 @@ async def test_a_single_select_is_answered_by_button_and_a_multi_select_by_menu(
         3,
         8,
     )
-    reply = (await send(gateway.url, click(posted, select["custom_id"], values=["5", "1"]))).json()
+    reply = await transport.send(gateway, click(posted, select["custom_id"], values=["5", "1"]))
     assert reply["type"] == 7
     assert text_of(await call.result()) == 'User provided: {"tags":["o1","o5"]}'
 
 
 async def test_a_modal_form_refuses_an_invalid_value_then_accepts_the_fix(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     call, posted = await ask(gateway, discord, "Tell us about you", PROFILE)
-    opened = (await send(gateway.url, click(posted, buttons(posted)["Respond…"]))).json()
+    opened = await transport.send(gateway, click(posted, buttons(posted)["Respond…"]))
     assert opened["type"] == 9
     modal = opened["data"]
     assert [c["label"] for c in modal["components"]] == ["Name", "Email", "Age", "Newsletter", "Colour"]
     answers = {"Name": "Ada", "Email": "not-an-email", "Age": "17", "Newsletter": True, "Colour": "Green"}
-    refused = (await send(gateway.url, submit(modal, answers, message=posted))).json()
+    refused = await transport.send(gateway, submit(modal, answers, message=posted))
     assert refused["type"] == 4 and refused["data"]["flags"] == 64
     text = refused["data"]["content"]
     assert "**Email**: must be a valid email address" in text and "**Age**: must be at least 18" in text
@@ -113,12 +112,12 @@ async def test_a_modal_form_refuses_an_invalid_value_then_accepts_the_fix(
         "flags": 64,
         "components": refused["data"]["components"],
     }
-    reopened = (await send(gateway.url, click(note_message, buttons(note_message)["Fix my answer"]))).json()
+    reopened = await transport.send(gateway, click(note_message, buttons(note_message)["Fix my answer"]))
     assert reopened["type"] == 9
     defaults = {c["label"]: c["component"].get("value") for c in reopened["data"]["components"]}
     assert defaults["Email"] == "not-an-email" and defaults["Age"] == "17" and defaults["Name"] == "Ada"
     fixed = answers | {"Email": "ada@example.com", "Age": "36"}
-    accepted = (await send(gateway.url, submit(reopened["data"], fixed, message=note_message))).json()
+    accepted = await transport.send(gateway, submit(reopened["data"], fixed, message=note_message))
     assert accepted["type"] == 7 and "recorded" in accepted["data"]["content"]
     assert text_of(await call.result()) == (
         'User provided: {"name":"Ada","email":"ada@example.com","age":36,"newsletter":true,"colour":"g"}'
@@ -130,25 +129,25 @@ async def test_a_modal_form_refuses_an_invalid_value_then_accepts_the_fix(
     )
 
 
-async def test_a_long_form_is_asked_in_steps(start_gateway: StartGateway, discord: FakeDiscord) -> None:
-    gateway = start_gateway(**discord.env())
+async def test_a_long_form_is_asked_in_steps(
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
+) -> None:
+    gateway = start_gateway(**transport.env())
     properties = {f"q{i}": {"type": "string", "title": f"Question {i}"} for i in range(7)}
     schema = {"type": "object", "properties": properties, "required": ["q0", "q6"]}
     call, posted = await ask(gateway, discord, "Seven questions", schema)
-    first = (await send(gateway.url, click(posted, buttons(posted)["Respond…"]))).json()["data"]
+    first = (await transport.send(gateway, click(posted, buttons(posted)["Respond…"])))["data"]
     assert first["title"] == "Your answer (1/2)" and len(first["components"]) == 5
-    saved = (
-        await send(gateway.url, submit(first, {f"Question {i}": f"a{i}" for i in range(5)}, message=posted))
-    ).json()
+    saved = await transport.send(
+        gateway, submit(first, {f"Question {i}": f"a{i}" for i in range(5)}, message=posted)
+    )
     assert saved["type"] == 4 and "Step 1 of 2 is saved" in saved["data"]["content"]
     note_message = {"id": "2", "flags": 64, "components": saved["data"]["components"]}
-    second = (
-        await send(gateway.url, click(note_message, buttons(note_message)["Continue: step 2 of 2"]))
-    ).json()
+    second = await transport.send(
+        gateway, click(note_message, buttons(note_message)["Continue: step 2 of 2"])
+    )
     assert [c["label"] for c in second["data"]["components"]] == ["Question 5", "Question 6"]
-    done = (
-        await send(gateway.url, submit(second["data"], {"Question 6": "last"}, message=note_message))
-    ).json()
+    done = await transport.send(gateway, submit(second["data"], {"Question 6": "last"}, message=note_message))
     assert done["type"] == 7
     assert text_of(await call.result()) == (
         'User provided: {"q0":"a0","q1":"a1","q2":"a2","q3":"a3","q4":"a4","q6":"last"}'
@@ -156,17 +155,15 @@ async def test_a_long_form_is_asked_in_steps(start_gateway: StartGateway, discor
 
 
 async def test_a_decline_with_a_reason_and_a_cancel(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     call, posted = await ask(gateway, discord, "Share your email?", APPROVAL)
-    opened = (await send(gateway.url, click(posted, buttons(posted)["Decline…"], user=BO))).json()
+    opened = await transport.send(gateway, click(posted, buttons(posted)["Decline…"], user=BO))
     assert opened["type"] == 9 and opened["data"]["components"][0]["label"] == "Reason"
-    reply = (
-        await send(
-            gateway.url, submit(opened["data"], {"Reason": "  too **risky** @here "}, user=BO, message=posted)
-        )
-    ).json()
+    reply = await transport.send(
+        gateway, submit(opened["data"], {"Reason": "  too **risky** @here "}, user=BO, message=posted)
+    )
     assert reply["type"] == 7
     assert outcome_of(reply["data"]).startswith(
         f"Declined by {BO.by}: too \\*\\*risky\\*\\* @\u200bhere · <t:"
@@ -176,22 +173,22 @@ async def test_a_decline_with_a_reason_and_a_cancel(
     await discord.edited(posted["id"], lambda b: outcome_of(b).startswith("Declined by"))
 
     call, posted = await ask(gateway, discord, "Another one?", APPROVAL)
-    reply = (await send(gateway.url, click(posted, buttons(posted)["Cancel"], user=BO))).json()
+    reply = await transport.send(gateway, click(posted, buttons(posted)["Cancel"], user=BO))
     assert outcome_of(reply["data"]).startswith(f"Canceled by {BO.by}: No reason given")
     assert text_of(await call.result()) == "User canceled: No reason given"
 
 
 async def test_a_timeout_returns_the_cancel_text_and_marks_the_message_expired(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env(HUMANGATE_ANONYMOUS_TIMEOUT="2", HUMANGATE_POLL_INTERVAL="0.5"))
+    gateway = start_gateway(**transport.env(HUMANGATE_ANONYMOUS_TIMEOUT="2", HUMANGATE_POLL_INTERVAL="0.5"))
     call, posted = await ask(gateway, discord, "Anyone?", APPROVAL)
     result = await call.result()
     assert text_of(result) == "User canceled: Request timed out after 2 seconds" and result.is_error
     edit = await discord.edited(posted["id"], lambda b: bool(outcome_of(b)))
     assert outcome_of(edit).startswith("Expired: Request timed out after 2 seconds · <t:")
     assert edit["components"] == []
-    late = (await send(gateway.url, click(posted, buttons(posted)["Approve"]))).json()
+    late = await transport.send(gateway, click(posted, buttons(posted)["Approve"]))
     assert late["type"] == 4 and "already ended (Expired: Request timed out" in late["data"]["content"]
 
 
@@ -228,18 +225,18 @@ async def test_an_unconfigured_discord_endpoint_is_a_404_naming_the_settings(
 
 
 async def test_two_clicks_at_once_have_one_winner_and_the_other_is_told_who(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
-    gateway = start_gateway(**discord.env())
+    gateway = start_gateway(**transport.env())
     call, posted = await ask(gateway, discord, "Race", APPROVAL)
     replies = await asyncio.gather(
-        send(gateway.url, click(posted, buttons(posted)["Approve"], user=ADA)),
-        send(gateway.url, click(posted, buttons(posted)["Cancel"], user=BO)),
+        transport.send(gateway, click(posted, buttons(posted)["Approve"], user=ADA)),
+        transport.send(gateway, click(posted, buttons(posted)["Cancel"], user=BO)),
     )
-    kinds = sorted(r.json()["type"] for r in replies)
+    kinds = sorted(r["type"] for r in replies)
     assert kinds == [4, 7]
-    winner = next(r.json() for r in replies if r.json()["type"] == 7)
-    loser = next(r.json() for r in replies if r.json()["type"] == 4)
+    winner = next(r for r in replies if r["type"] == 7)
+    loser = next(r for r in replies if r["type"] == 4)
     ada_won = outcome_of(winner["data"]).startswith("Approved")
     how = f"Approved by {ADA.by}" if ada_won else f"Canceled by {BO.by}: No reason given"
     assert (
@@ -250,17 +247,19 @@ async def test_two_clicks_at_once_have_one_winner_and_the_other_is_told_who(
 
 
 async def test_only_allowed_users_and_roles_may_answer(
-    start_gateway: StartGateway, discord: FakeDiscord
+    start_gateway: StartGateway, discord: FakeDiscord, transport: Transport
 ) -> None:
     gateway = start_gateway(
-        **discord.env(HUMANGATE_DISCORD_ALLOWED_USERS=ADA.id, HUMANGATE_DISCORD_ALLOWED_ROLES=REVIEWERS_ROLE)
+        **transport.env(
+            HUMANGATE_DISCORD_ALLOWED_USERS=ADA.id, HUMANGATE_DISCORD_ALLOWED_ROLES=REVIEWERS_ROLE
+        )
     )
     call, posted = await ask(gateway, discord, "Who may?", APPROVAL)
     for custom_id in buttons(posted).values():
-        refused = (await send(gateway.url, click(posted, custom_id, user=BO))).json()
+        refused = await transport.send(gateway, click(posted, custom_id, user=BO))
         assert refused["type"] == 4 and "not allowed" in refused["data"]["content"]
     assert not call.task.done()
-    assert (await send(gateway.url, click(posted, buttons(posted)["Decline…"], user=CY))).json()["type"] == 9
-    reply = (await send(gateway.url, click(posted, buttons(posted)["Approve"], user=CY))).json()
+    assert (await transport.send(gateway, click(posted, buttons(posted)["Decline…"], user=CY)))["type"] == 9
+    reply = await transport.send(gateway, click(posted, buttons(posted)["Approve"], user=CY))
     assert outcome_of(reply["data"]).startswith(f"Approved by {CY.by}")
     assert text_of(await call.result()) == 'User provided: {"approved":true}'
