@@ -13,9 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-CHANNEL_NAMES = ("slack", "discord", "teams", "web")
-"""Every channel name the ``uiType`` argument accepts, in the order the tool lists them."""
-
+from schemas.channel_names import CHANNEL_NAMES as CHANNEL_NAMES  # re-exported: its users import it here
 
 MIB = 1 << 20
 """Bytes in a mebibyte."""

@@ -49,3 +49,33 @@ def test_the_scan_sees_every_kind_of_import(tmp_path: Path) -> None:
         "channels.teams.inbound.messages",
         "channels.web",
     ]
+
+
+ENTRY_POINT = "gateway/cli.py"
+"""The program's entry point: the one module of ``gateway/`` that composes the gateway and the workers
+(``serve``'s embedded worker, the ``worker`` command)."""
+
+
+def test_only_the_entry_point_of_the_gateway_imports_the_workers() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted({m for m in imported_modules(path) if is_workers(m)})
+        for path in sorted((ROOT / "gateway").rglob("*.py"))
+        if str(path.relative_to(ROOT)) != ENTRY_POINT
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+    assert any(is_workers(module) for module in imported_modules(ROOT / ENTRY_POINT))
+
+
+def test_channels_and_schemas_import_neither_the_gateway_nor_the_workers() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            {m for m in imported_modules(path) if is_workers(m) or m.split(".")[0] == "gateway"}
+        )
+        for folder in ("channels", "schemas")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+
+
+def is_workers(module: str) -> bool:
+    return module == "workers" or module.startswith("workers.")
