@@ -178,7 +178,7 @@ def serve(
     with_worker: bool | None,
     workers: int = 1,
     *,
-    start_worker: StartWorker | None = None,
+    start_worker: StartWorker,
 ) -> int:
     """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr).
     ``start_worker`` runs the worker in this process when ``with_worker`` (by default: with the
@@ -211,8 +211,7 @@ def serve(
             os.environ["HUMANGATE_REDIS_URL"] = embedded.url
         target = RedisTarget.of(settings)
         check_redis(target)
-        wanted = with_worker if with_worker is not None else embedded is not None
-        if wanted and start_worker is not None:
+        if with_worker if with_worker is not None else embedded is not None:
             worker = start_worker(target, configured_channels(settings))
         config = uvicorn.Config(
             APP_FACTORY,
