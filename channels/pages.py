@@ -7,7 +7,6 @@ The gateway reaches the web form's parts through this module only, never ``chann
 
 from __future__ import annotations
 
-from channels.web.channel import parse_form, posted_fields, posted_reason, verify_same_origin
 from channels.web.form import MAX_FORM_FIELDS
 from channels.web.headers import hardened_headers, new_nonce, page_headers, page_response
 from channels.web.inbox import INBOX_VIA, TrailRow, answered_by, item_of, render_inbox, render_sign_in
@@ -17,6 +16,7 @@ from channels.web.page import (
     render_too_large_page,
     render_unavailable_page,
 )
+from channels.web.post import parse_form, posted_fields, posted_reason, verify_same_origin
 
 __all__ = [
     "INBOX_VIA",

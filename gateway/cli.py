@@ -1,18 +1,27 @@
-"""The ``humangate`` command: serve, worker, keys, policy, webhooks, doctor, audit."""
+"""The ``humangate`` command: serve, worker, keys, policy, webhooks, doctor, audit.
+
+The program's entry point (``[project.scripts]`` and ``python -m gateway.cli``), and the one module
+that composes the gateway and the workers: ``serve`` gets the embedded worker from here and
+``worker`` is run from here, so no other module of ``gateway/`` imports ``workers/``
+(tests/test_layers.py). The command line is built from the standard library alone and each command
+imports what it uses when it runs, so ``humangate --help`` answers at once (tests/test_startup.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gateway import doctor as doctor_module
-from gateway.core.local import NoLocalRedis, local_redis
 from gateway.logs import configure_logging
-from schemas.settings import CHANNEL_NAMES, get_settings, override_settings
+from schemas.channel_names import CHANNEL_NAMES
+
+if TYPE_CHECKING:
+    from gateway.core.redis_target import RedisTarget
+    from gateway.serve import Stoppable
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         from gateway.serve import serve as run_serve
 
-        return run_serve(args.host, args.port, args.worker, args.workers)
+        return run_serve(args.host, args.port, args.worker, args.workers, start_worker=start_worker)
     if args.command == "worker":
         from workers.cli import run_workers
 
@@ -133,7 +142,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gateway.export import run_export
 
         return run_export(args.since, args.until, args.format)
-    return doctor_module.run()
+    from gateway import doctor
+
+    return doctor.run()
+
+
+def start_worker(target: RedisTarget, channels: list[str]) -> Stoppable:
+    """The worker ``serve`` runs in its own process (a thread), on the queues of ``channels``."""
+    from workers.rq_worker import start_worker_thread
+
+    return start_worker_thread(target, channels)
 
 
 def check_policy_file(file: str | None) -> int:
@@ -142,6 +160,7 @@ def check_policy_file(file: str | None) -> int:
     from gateway.core.local import running_embedded_url
     from gateway.core.policies import DEFAULT_POLICY_FILE, check_file, policy_path, stored_operators
     from gateway.core.redis_target import RedisTarget
+    from schemas.settings import get_settings
 
     settings = get_settings()
     path = Path(file) if file is not None else policy_path(settings)
@@ -182,9 +201,13 @@ def check_policy_file(file: str | None) -> int:
 
 
 def _keys(args: argparse.Namespace) -> int:
+    import asyncio
+
     from gateway.core.callers import KeyRing
-    from gateway.core.redis_client import RedisTarget, async_redis
+    from gateway.core.local import NoLocalRedis, local_redis
+    from gateway.core.redis_client import async_redis
     from schemas.errors import InvalidRequestError
+    from schemas.settings import get_settings, override_settings
 
     async def act(target: RedisTarget) -> int:
         async with async_redis(target) as redis:

@@ -4,6 +4,10 @@ an embedded Redis and worker thread if no Redis URL is set.
 Start-up fails fast, before anything is started, when the port is taken or Redis would evict
 data. With ``--workers N`` this process is the supervisor: it owns the socket, the embedded Redis
 and the worker thread, and N gateway processes serve on the shared socket.
+
+Form links start with ``HUMANGATE_PUBLIC_URL``; unset, with the address ``serve`` listens on, so
+``serve --port 8123`` hands out links on port 8123. "humangate running on ..." is logged once the
+gateway accepts connections: after uvicorn's start-up (every process's, with ``--workers N``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from types import FrameType
+from typing import Protocol
+from urllib.parse import urlsplit
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
@@ -27,8 +34,7 @@ from gateway.core.policies import log_operator_warnings, startup_check
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.logs import install_redaction
-from schemas.settings import get_settings, override_settings
-from workers.rq_worker import WorkerThread, start_worker_thread
+from schemas.settings import Settings, get_settings, override_settings
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +49,17 @@ never started and ``serve --workers`` kept restarting it."""
 
 APP_FACTORY = "gateway.app:served_app"
 """What every gateway process (one, or each of ``--workers N``) imports and calls to get its app."""
+
+
+class Stoppable(Protocol):
+    """What runs beside the gateway in this process (the worker thread): stopped on the way out."""
+
+    def stop(self) -> None: ...
+
+
+StartWorker = Callable[[RedisTarget, list[str]], Stoppable]
+"""Starts a worker on the queues of the channels named, in this process. The entry point
+(``gateway.cli``) passes it in: the gateway itself does not import the workers."""
 
 
 class StartError(Exception):
@@ -79,6 +96,65 @@ def listening(host: str, port: int, workers: int) -> str:
     return f"humangate running on http://{shown}:{port}{processes} (MCP at /mcp; press CTRL+C to quit)"
 
 
+WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+"""Addresses that mean "every interface", and the one a link can name instead (this machine's)."""
+
+
+def bound_url(host: str, port: int) -> str:
+    """``http://HOST:PORT`` of where ``serve`` listens, as a link can name it."""
+    host = WILDCARD_HOSTS.get(host, host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def with_public_url(settings: Settings, host: str, port: int) -> Settings:
+    """``settings`` whose ``public_url`` is where ``serve`` listens, when ``HUMANGATE_PUBLIC_URL`` is
+    not set; when it is set and names another address, that is said once (a proxy in front, or a
+    mistake)."""
+    here = bound_url(host, port)
+    if "public_url" not in settings.model_fields_set:
+        if host in WILDCARD_HOSTS:
+            logger.info(
+                "form links start with %s (HUMANGATE_PUBLIC_URL is not set): set it to the address "
+                "people reach this machine at",
+                here,
+            )
+        return settings.model_copy(update={"public_url": here})
+    if urlsplit(settings.public_url).netloc != urlsplit(here).netloc:
+        logger.info(
+            "form links start with HUMANGATE_PUBLIC_URL %s, not %s where serve listens",
+            settings.public_base,
+            here,
+        )
+    return settings
+
+
+class AnnouncingServer(uvicorn.Server):
+    """uvicorn's server, saying where it listens once its start-up is done (it accepts connections)."""
+
+    def __init__(self, config: uvicorn.Config, line: str) -> None:
+        super().__init__(config)
+        self.line = line
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            logger.info("%s", self.line)
+
+
+class AnnouncingSupervisor(Multiprocess):
+    """uvicorn's supervisor of ``--workers N``, saying where they listen once every one has started."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], line: str) -> None:
+        super().__init__(config, sockets)
+        self.line = line
+
+    def init_processes(self) -> None:
+        super().init_processes()
+        timeout = self.config.timeout_worker_healthcheck
+        if all(process.wait_until_ready(timeout, self.should_exit) for process in self.processes):
+            logger.info("%s", self.line)
+
+
 def check_redis(target: RedisTarget) -> None:
     """Refuse a Redis that may evict data; warn when it keeps nothing on disk. An unreachable Redis
     is not refused: the gateway starts, reports "unavailable" and works once Redis is back."""
@@ -96,8 +172,17 @@ def check_redis(target: RedisTarget) -> None:
         logger.warning("%s", warning)
 
 
-def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> int:
-    """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr)."""
+def serve(
+    host: str,
+    port: int,
+    with_worker: bool | None,
+    workers: int = 1,
+    *,
+    start_worker: StartWorker,
+) -> int:
+    """Run the gateway until SIGTERM/SIGINT; 2 when it cannot start (the reason on stderr).
+    ``start_worker`` runs the worker in this process when ``with_worker`` (by default: with the
+    embedded Redis) asks for one."""
     settings = get_settings()
     checked = startup_check(settings)
     policies, refusal = checked.policies, checked.refusal()
@@ -111,8 +196,12 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
         return 2
     if policies.policies:
         logger.info("policies from %s: %s", policies.source, ", ".join(policies.names))
+    settings = with_public_url(settings, host, port)
+    override_settings(settings)
+    # Gateway processes of --workers N read their settings from the environment.
+    os.environ["HUMANGATE_PUBLIC_URL"] = settings.public_url
     embedded: EmbeddedRedis | None = None
-    worker: WorkerThread | None = None
+    worker: Stoppable | None = None
     try:
         if not settings.external_redis:
             embedded = EmbeddedRedis(settings.data_dir).start()
@@ -125,7 +214,7 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
         check_redis(target)
         log_operator_warnings(checked, target)
         if with_worker if with_worker is not None else embedded is not None:
-            worker = start_worker_thread(target, configured_channels(settings))
+            worker = start_worker(target, configured_channels(settings))
         config = uvicorn.Config(
             APP_FACTORY,
             factory=True,
@@ -143,11 +232,11 @@ def serve(host: str, port: int, with_worker: bool | None, workers: int = 1) -> i
         # uvicorn re-raises the SIGTERM it caught once it has shut down; exiting through SystemExit
         # lets the finally below stop the worker and the embedded Redis instead of orphaning them.
         signal.signal(signal.SIGTERM, _exit_on_signal)
-        logger.info("%s", listening(host, port, workers))
+        line = listening(host, port, workers)
         if workers > 1:
-            Multiprocess(config, sockets=[sock]).run()
+            AnnouncingSupervisor(config, [sock], line).run()
         else:
-            uvicorn.Server(config).run(sockets=[sock])
+            AnnouncingServer(config, line).run(sockets=[sock])
     except StartError as exc:
         sys.stderr.write(f"humangate serve: {exc}\n")
         return 2

@@ -14,26 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import regex
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema import Draft202012Validator, ValidationError
 
-from schemas._rules import FORMATS
 from schemas.errors import InvalidAnswerError
 from schemas.flat import Kind, is_required, kind_of, options_of
-
-_missing = set(FORMATS) - set(FormatChecker.checkers)
-if _missing:  # jsonschema silently passes formats it has no checker for; refuse to run like that
-    raise ImportError(f"jsonschema cannot check {sorted(_missing)}: install 'jsonschema[format-nongpl]'")
-
-FORMAT_CHECKER = FormatChecker(formats=FORMATS)
-"""Checks the four formats flat schemas allow; email is stricter than jsonschema's ``"@" in value``."""
-
-_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
-
-
-@FORMAT_CHECKER.checks("email")
-def _is_email(value: object) -> bool:
-    return not isinstance(value, str) or _EMAIL.fullmatch(value) is not None
-
+from schemas.formats import FORMAT_CHECKER
 
 _FORMAT_REASONS = {
     "email": "must be a valid email address",

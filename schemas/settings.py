@@ -13,12 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from schemas.channel_names import CHANNEL_NAMES as CHANNEL_NAMES  # re-exported: its users import it here
 from schemas.mail import ADDRESS, ADDRESS_RULE, SmtpServer, address_mistake, parse_smtp_url
-
-CHANNEL_NAMES = ("slack", "discord", "teams", "web", "email")
-"""Every channel name the ``uiType`` argument accepts, in the order the tool lists them (telegram
-goes between web and email)."""
-
 
 MIB = 1 << 20
 """Bytes in a mebibyte."""

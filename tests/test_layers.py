@@ -55,3 +55,91 @@ def test_the_scan_sees_every_kind_of_import(tmp_path: Path) -> None:
         "channels.teams.inbound.messages",
         "channels.web",
     ]
+
+
+ENTRY_POINT = "gateway/cli.py"
+"""The program's entry point: the one module of ``gateway/`` that composes the gateway and the workers
+(``serve``'s embedded worker, the ``worker`` command)."""
+
+
+def test_only_the_entry_point_of_the_gateway_imports_the_workers() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted({m for m in imported_modules(path) if is_workers(m)})
+        for path in sorted((ROOT / "gateway").rglob("*.py"))
+        if str(path.relative_to(ROOT)) != ENTRY_POINT
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+    assert any(is_workers(module) for module in imported_modules(ROOT / ENTRY_POINT))
+
+
+def test_channels_and_schemas_import_neither_the_gateway_nor_the_workers() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            {m for m in imported_modules(path) if is_workers(m) or m.split(".")[0] == "gateway"}
+        )
+        for folder in ("channels", "schemas")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
+    assert {path: modules for path, modules in offenders.items() if modules} == {}
+
+
+def is_workers(module: str) -> bool:
+    return module == "workers" or module.startswith("workers.")
+
+
+PACKAGES = ("gateway", "workers", "channels", "schemas")
+"""humangate's own packages, whose modules are checked for import circles."""
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of ``PACKAGES`` by dotted name (a package by its ``__init__.py``)."""
+    files = {}
+    for folder in PACKAGES:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (Tarjan's strongly connected
+    components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (member := stack.pop()) != module:
+                group.append(member)
+            if group:
+                found.append(sorted([module, *group]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    files = module_files()
+    graph = {
+        module: {m for m in imported_modules(path) if m in files and m != module}
+        for module, path in files.items()
+    }
+    assert circles(graph) == []
+
+
+def test_a_circle_is_found_through_a_lazy_import_too() -> None:
+    graph = {"a.channel": {"a.form"}, "a.form": {"a.channel", "a.page"}, "a.page": set()}
+    assert circles(graph) == [["a.channel", "a.form"]]

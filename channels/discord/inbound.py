@@ -25,7 +25,10 @@ from starlette.responses import JSONResponse, Response
 from channels.approvers import refusal, refusal_reason
 from channels.base import Desk, Inbound, RenderContext
 from channels.budget import Reply
-from channels.discord.channel import (
+from channels.discord.components import Act, CustomId, again_button, link_button, note, parse_custom_id
+from channels.discord.deferral import UPDATE_MESSAGE, send_late, within_budget
+from channels.discord.embed import render_message
+from channels.discord.interaction import (
     SIGNATURE_MAX_AGE,
     answered_by,
     form_answer,
@@ -35,9 +38,6 @@ from channels.discord.channel import (
     parse_interaction,
     person,
 )
-from channels.discord.components import Act, CustomId, again_button, link_button, note, parse_custom_id
-from channels.discord.deferral import UPDATE_MESSAGE, send_late, within_budget
-from channels.discord.embed import render_message
 from channels.discord.modal import form_modal, form_steps, reason_modal, step_of, submitted_values
 from channels.discord.text import escape
 from channels.display import field_label, outcome_summary, sentence_case

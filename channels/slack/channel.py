@@ -28,7 +28,6 @@ from channels.slack.api import (
 )
 from channels.slack.blocks import message_payload
 from channels.slack.client import API_TIMEOUT, SlackClient, api_base, retry_handlers
-from channels.slack.inbound import slack_events
 from channels.slack.signature import SIGNATURE_WINDOW_SECONDS, verify_signature
 from channels.slack.sockets import app_token_problems, socket_opening
 from schemas.errors import SignatureError
@@ -52,6 +51,10 @@ class SlackChannel:
     target_setting: str | None = "slack_channel"
 
     def endpoints(self) -> list[Endpoint]:
+        # Imported here, for the gateway alone: Bolt (the endpoint's handler) is slow to import, and
+        # the workers and the commands never receive from Slack.
+        from channels.slack.inbound import slack_events
+
         return [Endpoint("/slack/events", ("POST",), slack_events, what="a Slack request", plain_errors=True)]
 
     async def verify_inbound(self, inbound: Inbound, desk: Desk) -> None:

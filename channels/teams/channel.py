@@ -18,16 +18,20 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.base import Desk, Endpoint, Inbound, Opening, RenderContext
 from channels.teams.actions import answer_of, card_action, identity, person
 from channels.teams.auth import SigningKeys, Verified, bearer_token, key_id, verify_activity
 from channels.teams.card import oversized_card, render_card, summary_of
-from channels.teams.connector import TeamsClient, TooLargeError
 from schemas.errors import DeliveryError, InvalidAnswerError, SignatureError
 from schemas.models import Answer, HumanFunction, Person
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    # Imported where used: the Bot Framework client (microsoft-teams-api) takes about a second to
+    # import, which no command that only reads the settings should pay.
+    from channels.teams.connector import TeamsClient
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +102,8 @@ class TeamsChannel:
 
     @asynccontextmanager
     async def connect(self, settings: Settings) -> AsyncIterator[TeamsClient]:
+        from channels.teams.connector import TeamsClient
+
         client = TeamsClient(settings)
         try:
             yield client
@@ -105,6 +111,8 @@ class TeamsChannel:
             await client.close()
 
     async def deliver(self, hf: HumanFunction, ctx: RenderContext, client: Any) -> dict[str, Any]:
+        from channels.teams.connector import TooLargeError
+
         teams: TeamsClient = client
         if hf.delivery_attempts > 1:
             logger.info("posting again after a failure that posted nothing hf=%s channel=teams", hf.id)

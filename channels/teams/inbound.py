@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Coroutine, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -50,7 +50,6 @@ from channels.teams.card import (
     render_card,
     summary_of,
 )
-from channels.teams.connector import TeamsClient
 from channels.teams.inputs import typed_values
 from schemas.errors import (
     ClosedError,
@@ -60,6 +59,9 @@ from schemas.errors import (
     UnknownRequestError,
 )
 from schemas.models import Answer, HumanFunction
+
+if TYPE_CHECKING:
+    from channels.teams.connector import TeamsClient  # imported by the channel's connect, when used
 
 logger = logging.getLogger(__name__)
 

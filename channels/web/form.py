@@ -45,17 +45,16 @@ from channels.approvers import (
 )
 from channels.base import Desk, Inbound, RenderContext
 from channels.display import sentence_case
-from channels.web.channel import (
-    parse_form,
-    posted_fields,
-    posted_reason,
+from channels.web.headers import new_nonce, page_headers, page_response
+from channels.web.page import (
+    render_expired_page,
+    render_notice_page,
     render_page,
+    render_refused_link_page,
     render_unavailable_page,
     render_unknown_page,
-    verify_same_origin,
 )
-from channels.web.headers import new_nonce, page_headers, page_response
-from channels.web.page import render_expired_page, render_notice_page, render_refused_link_page
+from channels.web.post import parse_form, posted_fields, posted_reason, verify_same_origin
 from schemas.errors import (
     ClosedError,
     ExpiredError,

@@ -7,7 +7,7 @@ one ``<script>`` carry the response's CSP nonce, and there are no inline event h
 under ``default-src 'none'; script-src 'nonce-X'; style-src 'nonce-X'``. The form works without
 JavaScript; the script only runs the countdown.
 
-Form encoding (what ``channels.web.channel.parse`` reads back): each property posts as ``f.<name>``; a
+Form encoding (what ``channels.web.post.parse_form`` reads back): each property posts as ``f.<name>``; a
 boolean posts a hidden ``false`` followed by its checkbox's ``true``, so it always arrives as
 ``["false"]`` or ``["false", "true"]`` and ``coerce_text_values`` lets any true value win.
 """

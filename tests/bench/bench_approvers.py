@@ -37,8 +37,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.approvers import approves
 from channels.base import Desk, RenderContext
-from channels.discord.channel import held as discord_held
 from channels.discord.embed import render_message
+from channels.discord.interaction import held as discord_held
 from channels.slack.client import SlackClient
 from channels.slack.groups import GroupMembers, may_answer
 from channels.teams.actions import held as teams_held

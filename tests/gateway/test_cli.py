@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +20,13 @@ async def test_serve_with_workers_answers_a_call_through_any_of_its_processes(
     start_gateway: StartGateway,
 ) -> None:
     gateway = start_gateway(embedded=True, args=("--workers", "2"), **ROOMY)
+    line = f"humangate running on {gateway.url} in 2 processes (MCP at /mcp; press CTRL+C to quit)"
+    # Said once both processes have started (/healthz answers as soon as one has).
+    deadline = time.monotonic() + 60
+    while line not in (output := gateway.output()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)  # polling the child's log, bounded by the deadline
+    assert output.count(line) == 1 and output.count("Application startup complete.") == 2, output
+    assert output.rindex("Application startup complete.") < output.index(line), output
     parent = psutil.Process(gateway.process.pid)
     # The waiting calls spread over both gateway processes (the kernel hands each connection to
     # either), and so do the answers: a call is answered through whichever process gets the post. A
@@ -93,12 +101,47 @@ async def test_serve_with_no_redis_runs_the_web_channel_on_its_own(
     assert (data_dir / "appendonlydir").exists() or any(data_dir.glob("*.aof"))
 
 
-async def test_serve_says_where_it_listens(start_gateway: StartGateway) -> None:
+async def test_serve_says_where_it_listens_once_it_accepts_connections(start_gateway: StartGateway) -> None:
     gateway = start_gateway()
     line = f"humangate running on {gateway.url} (MCP at /mcp; press CTRL+C to quit)"
-    assert line in gateway.output(), gateway.output()
+    output = gateway.output()
+    assert output.count(line) == 1, output
+    # After uvicorn's start-up (the app's lifespan, the server on the socket), not before it.
+    assert output.index("Application startup complete.") < output.index(line), output
+    assert "form links start with" not in output  # the public URL is where it listens
     async with httpx.AsyncClient(timeout=30) as http:
         assert (await http.get(f"{gateway.url}/healthz")).status_code == 200
+
+
+async def test_serve_without_a_public_url_hands_out_links_on_the_port_it_listens_on(
+    start_gateway: StartGateway,
+) -> None:
+    gateway = start_gateway(HUMANGATE_PUBLIC_URL="", HUMANGATE_API_KEYS="ci:k1")  # empty: not set
+    port = gateway.url.rsplit(":", 1)[1]
+    assert port != "8000"
+    call = start_call(gateway.url, {"message": "Port?", "schema": APPROVAL, "uiType": "web"}, api_key="k1")
+    form = await call.form_url()
+    assert form.startswith(f"http://127.0.0.1:{port}/f/"), form
+    async with httpx.AsyncClient(base_url=gateway.url, headers={"Authorization": "Bearer k1"}) as client:
+        created = await client.post(
+            "/v1/requests", json={"message": "Port?", "schema": APPROVAL, "uiType": "web"}
+        )
+        assert created.json()["form_url"].startswith(f"http://127.0.0.1:{port}/f/"), created.json()
+        response = await post_form(form, {"hg-action": "accept", "f.approved": "true"})
+        assert response.status_code == 303  # the link works where it points
+    assert text_of(await call.result()) == 'User provided: {"approved":true}'
+    assert "form links start with" not in gateway.output()
+
+
+async def test_serve_says_once_when_the_public_url_is_not_where_it_listens(
+    start_gateway: StartGateway,
+) -> None:
+    gateway = start_gateway(HUMANGATE_PUBLIC_URL="https://humangate.example/")
+    said = (
+        "form links start with HUMANGATE_PUBLIC_URL https://humangate.example, "
+        f"not {gateway.url} where serve listens"
+    )
+    assert gateway.output().count(said) == 1, gateway.output()
 
 
 def test_serve_help_describes_the_command_and_its_host_and_port() -> None:

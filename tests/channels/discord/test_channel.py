@@ -9,9 +9,9 @@ import pytest
 from nacl.signing import SigningKey
 from pydantic import SecretStr
 
-from channels.discord.channel import (
+from channels.discord.channel import DiscordChannel
+from channels.discord.interaction import (
     SIGNATURE_MAX_AGE,
-    DiscordChannel,
     answered_by,
     is_allowed,
     person,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from channels.discord.channel import parse_interaction
+from channels.discord.interaction import parse_interaction
 from channels.discord.modal import (
     MAX_MODAL_FIELDS,
     form_modal,
@@ -183,7 +183,7 @@ def test_a_submit_of_every_kind_is_read_back_typed_and_validated() -> None:
         "at": ["2026-11-22T10:30"],
     }
     assert list(values) == names
-    from channels.discord.channel import form_answer
+    from channels.discord.interaction import form_answer
 
     answer = form_answer(hf, values, "Ada (111)")
     assert answer.action is Action.ACCEPT and answer.via == "discord" and answer.by == "Ada (111)"

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from channels.base import Channel, RenderContext
-from channels.web.channel import WebChannel, parse_form, render_page, render_unknown_page, verify_same_origin
-from channels.web.page import remaining_text, render_expired_page
+from channels.web.channel import WebChannel
+from channels.web.page import remaining_text, render_expired_page, render_page, render_unknown_page
+from channels.web.post import parse_form, verify_same_origin
 from schemas.errors import InvalidAnswerError, SignatureError
 from schemas.flat import check_flat_schema
 from schemas.models import Action, HumanFunction, Outcome, Status
