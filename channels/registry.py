@@ -13,6 +13,7 @@ from channels.base import Channel, Endpoint
 from channels.discord.channel import DiscordChannel
 from channels.slack.channel import SlackChannel
 from channels.teams.channel import TeamsChannel
+from channels.telegram.channel import TelegramChannel
 from channels.web.channel import WebChannel
 from schemas.errors import NotConfiguredError
 from schemas.settings import CHANNEL_NAMES, Settings
@@ -22,6 +23,7 @@ CHANNELS: dict[str, Channel] = {
     "discord": DiscordChannel(),
     "teams": TeamsChannel(),
     "web": WebChannel(),
+    "telegram": TelegramChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""
 

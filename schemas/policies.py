@@ -12,7 +12,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
@@ -39,6 +39,7 @@ _APPROVER_FORMS = (
     (re.compile(r"discord:user:[0-9]{1,20}"), "discord:user:81234"),
     (re.compile(r"discord:role:[0-9]{1,20}"), "discord:role:99123"),
     (re.compile(r"teams:[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"), "teams:<aadObjectId>"),
+    (re.compile(r"telegram:[0-9]{1,20}"), "telegram:123456789"),
     (re.compile(r"email:[^@\s]+@[^@\s]+\.[^@\s]+"), "email:alice@example.com"),
     (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
 )
@@ -48,10 +49,14 @@ TARGET_FORMS = {
     "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
     "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
     "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
+    "telegram": (
+        re.compile(r"-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31}"),
+        "a chat id (an integer, like -1001234567890) or a channel's @name (like @deploys)",
+    ),
 }
 """What a target looks like on each channel that posts (the web form posts nothing: it has none)."""
 
-ChannelName = Literal["slack", "discord", "teams", "web"]
+ChannelName = Literal["slack", "discord", "teams", "web", "telegram"]
 
 GROUP_PREFIXES = ("slack:group:", "discord:role:")
 """Approvers that stand for many people (a Slack user group, a Discord role); each still counts as
@@ -90,6 +95,7 @@ class Targets(BaseModel):
     slack: Annotated[str, _target("slack")] | None = None
     discord: Annotated[str, _target("discord")] | None = None
     teams: Annotated[str, _target("teams")] | None = None
+    telegram: Annotated[str, _target("telegram")] | None = None
 
     def of(self, channel: str) -> str | None:
         """The target of ``channel``, if this policy sets one."""
@@ -106,6 +112,7 @@ MENTION_PREFIXES = {
     "discord": ("discord:user:", "discord:role:"),
     "teams": ("teams:",),
     "web": (),
+    "telegram": ("telegram:",),
 }
 """Which approver forms a post on each channel can mention (the web form posts nothing)."""
 
@@ -456,7 +463,9 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
             return (*loc, *_loc_of(place.group(1))), message[place.end() :]
         return loc, message
     if kind == "literal_error" and len(loc) >= 3 and (loc[2] == "channels" or loc[-1] == "channel"):
-        return loc, f"{error['input']!r} is not a channel; the channels are slack, discord, teams, web"
+        return loc, f"{error['input']!r} is not a channel; the channels are " + ", ".join(
+            get_args(ChannelName)
+        )
     if kind == "literal_error" and len(loc) == 3 and loc[2] in ("order", "on_timeout"):
         return loc, f"{error['input']!r} is not one of " + message.removeprefix("Input should be ")
     if kind in ("string_type", "int_type", "float_type", "list_type", "model_type", "dict_type"):

@@ -50,7 +50,7 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
                 },
                 "uiType": {
                     "type": "string",
-                    "enum": ["slack", "discord", "teams", "web"],
+                    "enum": ["slack", "discord", "teams", "web", "telegram"],
                     "description": "UI platform to use (default: slack)",
                 },
             },
