@@ -398,7 +398,7 @@ async def refused_privately(driver: Driver, response: httpx.Response) -> None:
         assert reply["type"] == "application/vnd.microsoft.card.adaptive"
         assert NOT_AN_APPROVER in json.dumps(reply["value"])
     elif isinstance(driver, TelegramDriver):
-        query = response.request.content and json.loads(response.request.content)["callback_query"]
+        query = json.loads(response.request.content)["callback_query"]
         alert = await driver.fake.answer_to(query["id"])
         assert alert["show_alert"] is True and alert["text"] == NOT_AN_APPROVER
     else:

@@ -208,7 +208,7 @@ class FakeTelegram:
             if str(args.get("chat_id")) != str(CHAT_ID):
                 return _error(400, "Bad Request: chat not found")
             message_id = next(self._ids)
-            message = {
+            message: dict[str, Any] = {
                 "message_id": message_id,
                 "from": {"id": BOT_ID, "is_bot": True, "first_name": "humangate"},
                 "chat": {"id": CHAT_ID, "type": "supergroup"},
@@ -221,12 +221,12 @@ class FakeTelegram:
             self.messages[message_id] = message
             return _ok({k: v for k, v in message.items() if k not in ("html", "reply_to")})
         if method in ("editMessageText", "editMessageReplyMarkup"):
-            message = self.messages.get(int(args.get("message_id", 0)))
-            if message is None:
+            edited = self.messages.get(int(args.get("message_id", 0)))
+            if edited is None:
                 return _error(400, "Bad Request: message to edit not found")
             if method == "editMessageText":
-                message["text"], message["html"] = _plain(str(args.get("text", ""))), args.get("text")
-            message["reply_markup"] = args.get("reply_markup")
+                edited["text"], edited["html"] = _plain(str(args.get("text", ""))), args.get("text")
+            edited["reply_markup"] = args.get("reply_markup")
             return _ok(True)
         if method == "answerCallbackQuery":
             return _ok(True)
