@@ -22,7 +22,7 @@ ON_REQUEST = frozenset({APPROVE, DECLINE, RESPOND, CHOOSE})
 MAX_DATA_BYTES = 64
 """Telegram's limit of ``callback_data``."""
 
-_DATA = re.compile(r"hg:([0-9a-f]{16}):([adrctfomksSxn])([0-9]{0,3})")
+_DATA = re.compile(r"hg:([0-9a-f]{16}):([adrctfomksSxn])([0-9]{0,6})")
 
 
 @dataclass(frozen=True, slots=True)
