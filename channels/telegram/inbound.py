@@ -1,7 +1,7 @@
 """Both ways Telegram's updates reach humangate, into the one handler (``channels.telegram.updates``).
 
 - **Long polling** (no ``HUMANGATE_TELEGRAM_WEBHOOK_SECRET``): the channel's ``Opening`` ``poll``,
-  held by one process of the installation under the ``telegram:0`` lease (SPEC §15). It deletes any
+  held by one process of the installation under the ``telegram:0`` lease (docs/scaling.md). It deletes any
   webhook, then calls ``getUpdates`` with a ``POLL_SECONDS`` long poll from the offset kept in Redis
   (``Desk.position``): each update is applied, then the offset moves past it (``Desk.advance``), so a
   process taking over after a SIGKILL reads again from the first update not yet applied, and one
