@@ -1,4 +1,5 @@
-"""The one protocol every channel (Slack, Discord, Teams, web, email) implements, both directions.
+"""The one protocol every channel (Slack, Discord, Teams, web, Telegram, email) implements, both
+directions.
 
 A channel is an adapter in the style of httpx's transports. Outbound: pure functions that *render* a
 Human Function into the platform's payload, and *deliver* / *update*, the only I/O, done through a
@@ -145,6 +146,20 @@ class Desk(Protocol):
 
     async def first_delivery(self, signature: str | bytes, window_seconds: int) -> bool:
         """True the first time this signed callback is seen within the window; False on a replay."""
+        ...
+
+    async def seen_before(self, signature: str | bytes) -> bool:
+        """Whether ``first_delivery`` already claimed this callback (claims nothing): a channel that
+        marks a callback only once it is applied checks with this first (Telegram's updates)."""
+        ...
+
+    async def position(self, stream: str) -> int | None:
+        """How far this channel has read a stream of its platform, across every process (Telegram's
+        next ``getUpdates`` offset); ``None`` when never recorded."""
+        ...
+
+    async def advance(self, stream: str, value: int) -> None:
+        """Record how far this channel has read ``stream`` (``position`` returns it from then on)."""
         ...
 
     async def remember_post(self, hf_id: str, refs: dict[str, str]) -> bool:

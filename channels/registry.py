@@ -14,6 +14,7 @@ from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.teams.channel import TeamsChannel
+from channels.telegram.channel import TelegramChannel
 from channels.web.channel import WebChannel
 from schemas.errors import NotConfiguredError
 from schemas.settings import CHANNEL_NAMES, Settings
@@ -23,7 +24,7 @@ CHANNELS: dict[str, Channel] = {
     "discord": DiscordChannel(),
     "teams": TeamsChannel(),
     "web": WebChannel(),
-    # (telegram goes here, between web and email: uiType order)
+    "telegram": TelegramChannel(),
     "email": EmailChannel(),
 }
 """Every implemented channel by name, in ``uiType`` order."""

@@ -14,8 +14,8 @@ from starlette.requests import Request
 
 from channels.approvers import FORM_LINK
 from channels.base import FormLink
+from gateway.core import replay
 from gateway.core.links import form_url, parse_form_token
-from gateway.core.replay import first_delivery
 from gateway.core.validation import validate_answer_off_loop
 from gateway.drafts import Drafts
 from gateway.runtime import Runtime
@@ -70,7 +70,16 @@ class RuntimeDesk:
         return await self.runtime.channel_client(self.channel)
 
     async def first_delivery(self, signature: str | bytes, window_seconds: int) -> bool:
-        return await first_delivery(self.runtime.redis, self.channel, signature, window_seconds)
+        return await replay.first_delivery(self.runtime.redis, self.channel, signature, window_seconds)
+
+    async def seen_before(self, signature: str | bytes) -> bool:
+        return await replay.seen_before(self.runtime.redis, self.channel, signature)
+
+    async def position(self, stream: str) -> int | None:
+        return await replay.position(self.runtime.redis, self.channel, stream)
+
+    async def advance(self, stream: str, value: int) -> None:
+        await replay.advance(self.runtime.redis, self.channel, stream, value)
 
     async def remember_post(self, hf_id: str, refs: dict[str, str]) -> bool:
         return await self.runtime.store.set_refs_if_missing(hf_id, refs)

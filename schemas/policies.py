@@ -41,12 +41,13 @@ _APPROVER_FORMS = (
     (re.compile(r"discord:user:[0-9]{1,20}"), "discord:user:81234"),
     (re.compile(r"discord:role:[0-9]{1,20}"), "discord:role:99123"),
     (re.compile(r"teams:[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"), "teams:<aadObjectId>"),
+    (re.compile(r"telegram:[0-9]{1,20}"), "telegram:123456789"),
     (re.compile(r"email:" + ADDRESS.pattern), "email:alice@example.com"),
     (re.compile(r"operator:[A-Za-z0-9_-]{1,64}"), "operator:alice"),
 )
 """Every form an approver may take, with an example of each."""
 
-ChannelName = Literal["slack", "discord", "teams", "web", "email"]
+ChannelName = Literal["slack", "discord", "teams", "web", "telegram", "email"]
 
 
 def is_name(value: str) -> bool:
@@ -87,6 +88,8 @@ class Targets(BaseModel):
     teams: Annotated[str, _target("teams")] | None = None
     email: Annotated[str, _target("email")] | None = None
     """Addresses, comma-separated, instead of ``HUMANGATE_EMAIL_TO``."""
+    telegram: Annotated[str, _target("telegram")] | None = None
+    """A chat id (or a channel's @name), instead of ``HUMANGATE_TELEGRAM_CHAT_ID``."""
 
     def of(self, channel: str) -> str | None:
         """The target of ``channel``, if this policy sets one."""

@@ -23,6 +23,10 @@ TARGET_FORMS = {
     "slack": (re.compile(r"[CGDUW][A-Z0-9]+"), "a channel id (like C0123ABCD) or a user id (like U0123ABCD)"),
     "discord": (re.compile(r"[0-9]{1,20}"), "a channel id (digits, like 1234567890123456789)"),
     "teams": (re.compile(r"\S+"), "a conversation id (like 19:abc...@thread.tacv2)"),
+    "telegram": (
+        re.compile(r"-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{4,31}"),
+        "a chat id (an integer, like -1001234567890) or a channel's @name (like @deploys)",
+    ),
     "email": (
         re.compile(rf"\s*{ADDRESS.pattern}(\s*,\s*{ADDRESS.pattern})*\s*"),
         f"one or more addresses, comma-separated, each {ADDRESS_RULE}",
@@ -44,6 +48,7 @@ MENTION_PREFIXES = {
     "discord": ("discord:user:", "discord:role:"),
     "teams": ("teams:",),
     "web": (),
+    "telegram": ("telegram:",),
     "email": (),
 }
 """Which approver forms a post on each channel can mention (the web form posts nothing; an email

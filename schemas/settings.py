@@ -6,6 +6,7 @@ the cached instance with ``override_settings(...)``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -47,7 +48,12 @@ def sentinel_address(entry: str) -> tuple[str, int]:
 
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-"""Hosts an ``http://`` OIDC issuer may have (a provider on this machine); any other needs https."""
+"""Hosts an ``http://`` OIDC issuer may have (a provider on this machine); any other needs https.
+Likewise the only hosts of an ``http://`` public URL that a Telegram webhook may use (a local Bot
+API server on this machine calls http; Telegram itself calls only https)."""
+
+TELEGRAM_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as a webhook's ``secret_token``."""
 
 
 def check_issuer(issuer: str) -> None:
@@ -195,6 +201,17 @@ class Settings(BaseSettings):
     """Where a request is emailed when its policy names no ``targets.email``: addresses,
     comma-separated."""
 
+    telegram_bot_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_BOT_TOKEN"))
+    """The bot's token from BotFather (``123456:ABC...``); it travels in every Bot API URL's path."""
+    telegram_chat_id: str | None = None
+    """Where requests are posted: a group, supergroup or private chat id (``-1001234567890``), or
+    a channel's ``@name``."""
+    telegram_api_url: str = "https://api.telegram.org"
+    """The Bot API base (tests and proxies point it elsewhere)."""
+    telegram_webhook_secret: SecretStr | None = None
+    """Set: updates come to ``POST /telegram/updates`` with this secret in
+    ``X-Telegram-Bot-Api-Secret-Token`` (registered with ``setWebhook``); unset: long polling."""
+
     oidc_issuer: str | None = None
     """The organisation's OpenID Connect provider (its issuer URL; discovery is read from
     ``<issuer>/.well-known/openid-configuration``), for signing in to the web form (docs/sign-in.md)."""
@@ -285,6 +302,27 @@ class Settings(BaseSettings):
         if mistake is not None:
             raise ValueError(f"HUMANGATE_EMAIL_TO: {mistake}")
         return value
+
+    @model_validator(mode="after")
+    def _telegram_webhook_reachable(self) -> Settings:
+        secret = self.telegram_webhook_secret
+        if secret is None:
+            return self
+        if not TELEGRAM_SECRET.fullmatch(secret.get_secret_value()):
+            raise ValueError(
+                "HUMANGATE_TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, '_' and"
+                " '-' (what Telegram accepts as a webhook's secret_token)"
+            )
+        parts = urlsplit(self.public_url)
+        if parts.scheme != "https" and not (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+            raise ValueError(
+                "HUMANGATE_TELEGRAM_WEBHOOK_SECRET is set, so Telegram must reach"
+                " HUMANGATE_PUBLIC_URL/telegram/updates, and Telegram only calls https:// URLs: set"
+                " HUMANGATE_PUBLIC_URL to this gateway's public https:// address"
+                f" (got {self.public_url[:80]!r}),"
+                " or unset the secret to use long polling, which needs no public URL"
+            )
+        return self
 
     @model_validator(mode="after")
     def _oidc_all_or_none(self) -> Settings:

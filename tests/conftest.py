@@ -25,6 +25,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.fakes.smtp import FakeSmtp
 from tests.fakes.teams import FakeTeams
+from tests.fakes.telegram import FakeTelegram
 from tests.oidc import Provider, running_provider
 
 START_TIMEOUT = 90.0
@@ -115,7 +116,7 @@ StartGateway = Callable[..., GatewayProcess]
 
 def _clean_env() -> dict[str, str]:
     """The environment without any humangate or platform settings of the developer's shell."""
-    drop = ("HUMANGATE_", "SLACK_", "DISCORD_", "TEAMS_")
+    drop = ("HUMANGATE_", "SLACK_", "DISCORD_", "TEAMS_", "TELEGRAM_")
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
 
 
@@ -298,6 +299,14 @@ def teams() -> Iterator[FakeTeams]:
     """A fake Bot Connector, token endpoint and OpenID metadata (point a gateway at it with
     ``**teams.env()``)."""
     fake = FakeTeams()
+    with fake.server.running():
+        yield fake
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    """A fake Telegram Bot API (point a gateway at it with ``**telegram.env()``)."""
+    fake = FakeTelegram()
     with fake.server.running():
         yield fake
 

@@ -142,6 +142,14 @@ def seen_callback(channel: str, digest: str) -> str:
     return f"{PREFIX}:seen:{channel}:{digest}"
 
 
+def channel_position(channel: str, stream: str) -> str:
+    """String: how far one channel has read a stream of its platform across every process (Telegram:
+    the next ``getUpdates`` offset of one bot, ``stream`` = ``updates:<bot id>``), so whoever polls
+    next neither skips nor repeats an update. TTL: ``gateway.core.replay.POSITION_TTL`` from the last
+    move (the platform forgets unconfirmed updates sooner)."""
+    return f"{PREFIX}:position:{channel}:{stream}"
+
+
 def discord_draft(hf_id: str, user_id: str) -> str:
     """String: JSON of what one Discord user has typed so far in a Human Function's form (earlier
     steps of a long form, or an answer refused as invalid, shown again to fix).

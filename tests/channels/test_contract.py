@@ -39,6 +39,11 @@ from tests.fakes.smtp import FakeSmtp
 from tests.fakes.teams import ADA as TEAMS_ADA
 from tests.fakes.teams import BO as TEAMS_BO
 from tests.fakes.teams import FakeTeams, dumps
+from tests.fakes.telegram import ADA as TELEGRAM_ADA
+from tests.fakes.telegram import BO as TELEGRAM_BO
+from tests.fakes.telegram import SECRET as TELEGRAM_SECRET
+from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import User as TelegramUser
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 WAIT = 30.0
@@ -163,6 +168,37 @@ class TeamsDriver(Driver):
         return {"Authorization": f"Bearer {self.fake.sign(signed.payload, aud='another-bot')}"}
 
 
+class TelegramDriver(Driver):
+    """Telegram in webhook mode: the contract POSTs updates to ``/telegram/updates`` with the secret
+    header (long polling reaches the same handler: tests/channels/test_telegram.py)."""
+
+    name = "telegram"
+    person = Person(channel="telegram", id=str(TELEGRAM_ADA.id), name=TELEGRAM_ADA.first_name)
+
+    def __init__(self, fake: FakeTelegram) -> None:
+        self.fake = fake
+
+    def env(self) -> dict[str, str]:
+        return self.fake.env(webhook=True)
+
+    async def post_of(self, hf: HumanFunction) -> Any:
+        return self.fake.messages[int(hf.refs["message_id"])]
+
+    def updates_of(self, hf: HumanFunction, post: Any) -> int:
+        return len(self.fake.edits_of(int(post["message_id"])))
+
+    def approve(self, hf: HumanFunction, post: Any) -> Signed:
+        return self.tap(post, TELEGRAM_ADA)
+
+    def tap(self, post: Any, user: TelegramUser) -> Signed:
+        update = self.fake.numbered(self.fake.tap_update(post, "Approve", user))
+        secret = {"X-Telegram-Bot-Api-Secret-Token": TELEGRAM_SECRET}
+        return Signed(json.dumps(update).encode(), secret, {"Content-Type": "application/json"}, update)
+
+    def forged(self, signed: Signed) -> dict[str, str]:
+        return {"X-Telegram-Bot-Api-Secret-Token": "not-the-secret"}
+
+
 class WebDriver(Driver):
     """The hosted form: it posts nothing, its link is the capability, and no platform vouches for
     whoever answers (its ``Person`` is ``None``)."""
@@ -209,6 +245,7 @@ DRIVERS: dict[str, Callable[[pytest.FixtureRequest, Settings], Driver]] = {
     "discord": lambda request, _: DiscordDriver(request.getfixturevalue("discord")),
     "teams": lambda request, _: TeamsDriver(request.getfixturevalue("teams")),
     "web": lambda _, settings: WebDriver(settings.public_url),
+    "telegram": lambda request, _: TelegramDriver(request.getfixturevalue("telegram")),
     "email": lambda request, settings: EmailDriver(request.getfixturevalue("smtp"), settings.public_url),
 }
 """How to drive each registered channel's fake (the conftest fixtures of the same names)."""
@@ -331,6 +368,7 @@ APPROVERS: dict[str, list[str]] = {
     "discord": [f"discord:role:{REVIEWERS_ROLE}"],  # Cy has the role, Ada not
     "teams": [f"teams:{TEAMS_BO.aad_id.upper()}"],  # Bo, written in upper case
     "web": ["operator:alice"],
+    "telegram": [f"telegram:{TELEGRAM_BO.id}"],
     "email": ["email:ada@example.org"],
 }
 """The policy's approvers per channel, naming the driver's approver (by group, role or id)."""
@@ -341,6 +379,7 @@ REFUSED = {
     "discord": f"discord:user:{DISCORD_ADA.id}",
     "teams": f"teams:{TEAMS_ADA.aad_id}",
     "web": FORM_LINK,
+    "telegram": f"telegram:{TELEGRAM_ADA.id}",
     "email": FORM_LINK,
 }
 """Who the audit trail says was refused: the someone else of ``as_person``, as policies name people."""
@@ -369,6 +408,8 @@ def as_person(driver: Driver, hf: HumanFunction, post: Any, approver: bool) -> S
         activity = teams_activities.invoke(driver.fake, post, "Approve", user=member)
         signature = {"Authorization": f"Bearer {driver.fake.sign(activity)}"}
         return Signed(dumps(activity), signature, {"Content-Type": "application/json"}, activity)
+    if isinstance(driver, TelegramDriver):
+        return driver.tap(post, TELEGRAM_BO if approver else TELEGRAM_ADA)
     return driver.approve(hf, post)  # the web form: a link answers for nobody
 
 
@@ -385,6 +426,10 @@ async def refused_privately(driver: Driver, response: httpx.Response) -> None:
         reply = response.json()
         assert reply["type"] == "application/vnd.microsoft.card.adaptive"
         assert NOT_AN_APPROVER in json.dumps(reply["value"])
+    elif isinstance(driver, TelegramDriver):
+        query = json.loads(response.request.content)["callback_query"]
+        alert = await driver.fake.answer_to(query["id"])
+        assert alert["show_alert"] is True and alert["text"] == NOT_AN_APPROVER
     else:
         assert response.status_code == 403 and NOT_AN_APPROVER in response.text
 

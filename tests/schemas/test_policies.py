@@ -104,14 +104,14 @@ rate_limit = 1.5
         (
             5,
             "policies.deploys.channels[1]",
-            "'sms' is not a channel; the channels are slack, discord, teams, web, email",
+            "'sms' is not a channel; the channels are slack, discord, teams, web, telegram, email",
         ),
         (
             7,
             "policies.deploys.approvers[1]",
             "'slack:C0DEPLOYS' is not an approver; the forms are slack:U012AB3CD, slack:group:S0DEPLOY, "
-            "discord:user:81234, discord:role:99123, teams:<aadObjectId>, email:alice@example.com, "
-            "operator:alice",
+            "discord:user:81234, discord:role:99123, teams:<aadObjectId>, telegram:123456789, "
+            "email:alice@example.com, operator:alice",
         ),
         (
             9,
@@ -121,7 +121,7 @@ rate_limit = 1.5
         (
             10,
             "policies.deploys.targets.web",
-            "is not a channel with a target; targets are set for slack, discord, teams, email",
+            "is not a channel with a target; targets are set for slack, discord, teams, telegram, email",
         ),
         (12, "policies.with space", "a policy name must use 1-64 letters, digits, '-' or '_'"),
         (13, "policies.with space.timeout", "must be a number (got a string)"),

@@ -52,7 +52,7 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
                 },
                 "uiType": {
                     "type": "string",
-                    "enum": ["slack", "discord", "teams", "web", "email"],
+                    "enum": ["slack", "discord", "teams", "web", "telegram", "email"],
                     "description": "UI platform to use (default: slack)",
                 },
             },
