@@ -80,7 +80,7 @@ def test_policy_check_names_the_line_and_field_of_each_mistake(invalid_file: Pat
     assert checked.stdout.splitlines() == [
         f"{invalid_file}:3: policies.deploys.timeout: must be greater than 0",
         f"{invalid_file}:4: policies.deploys.channels[1]: 'sms' is not a channel; the channels are slack, "
-        "discord, teams, web, email",
+        "discord, teams, web, telegram, email",
         f"{invalid_file}:6: policies.deploys.targets.slack: '#deploys' is not a channel id (like C0123ABCD) "
         "or a user id (like U0123ABCD)",
     ]

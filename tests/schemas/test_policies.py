@@ -411,7 +411,7 @@ def test_a_key_wrong_on_its_own_is_not_used_by_the_rules_between_keys() -> None:
     assert [str(m) for m in mistakes(text)] == [
         "line 2: policies.p.timeout: must be a number (got a string)",
         "line 6: policies.p.steps[0].channel: 'sms' is not a channel; the channels are slack, discord, "
-        "teams, web, email",
+        "teams, web, telegram, email",
     ]
 
 
