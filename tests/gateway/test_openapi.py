@@ -187,7 +187,10 @@ async def test_a_malformed_request_gets_humangates_422_naming_each_field(start_g
     assert response.json()["violations"] == [
         {"path": "message", "rule": "must be a string"},
         {"path": "schema", "rule": "must be a JSON object"},
-        {"path": "uiType", "rule": "must be one of: 'slack', 'discord', 'teams', 'web', 'telegram' or 'email'"},
+        {
+            "path": "uiType",
+            "rule": "must be one of: 'slack', 'discord', 'teams', 'web', 'telegram' or 'email'",
+        },
         {"path": "extra", "rule": "is not a field of this request"},
     ]
     assert missing.json() == {
