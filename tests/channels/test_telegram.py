@@ -25,7 +25,7 @@ from channels.telegram.updates import ANONYMOUS
 from schemas.settings import Settings
 from tests.conftest import StartGateway
 from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import ADA, BO, CY, FakeTelegram
+from tests.fakes.telegram import ADA, BO, CY, TOKEN, FakeTelegram, rate_limited
 from tests.gateway.flows import start_call
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -83,6 +83,38 @@ async def test_approve_by_long_polling(start_gateway: StartGateway, telegram: Fa
     assert (await telegram.answer_to(late["callback_query"]["id"]))["text"] == (
         "This request has already ended: Approved by Ada (111111)."
     )
+
+
+async def test_a_short_429_is_waited_out_and_the_message_posted_once(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    telegram.server.script("POST", f"/bot{TOKEN}/sendMessage", 429, rate_limited(1))
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Wait a second?", "schema": APPROVAL, "uiType": "telegram"})
+    await request_message(telegram, "Wait a second?")
+    first, second = telegram.method_calls("sendMessage")
+    assert second.at - first.at >= 1.0  # no sooner than retry_after
+    assert len([m for m in telegram.sent() if "Wait a second?" in m["text"]]) == 1
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
+
+
+async def test_a_long_429_retries_the_delivery_after_retry_after_and_posts_once(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    """Longer than a call waits in place: the delivery fails retryably and its job is retried no
+    sooner than ``retry_after`` (not at the first of the fixed retry intervals, 1 s)."""
+    telegram.server.script("POST", f"/bot{TOKEN}/sendMessage", 429, rate_limited(8))
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Later?", "schema": APPROVAL, "uiType": "telegram"})
+    await request_message(telegram, "Later?")
+    first, second = telegram.method_calls("sendMessage")
+    assert second.at - first.at >= 8.0
+    assert len([m for m in telegram.sent() if "Later?" in m["text"]]) == 1
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
 
 
 async def test_decline_with_a_reason(start_gateway: StartGateway, telegram: FakeTelegram) -> None:
