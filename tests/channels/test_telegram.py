@@ -168,6 +168,54 @@ async def test_a_five_field_form_with_one_invalid_reply(
     }
 
 
+async def test_a_multiple_choice_shows_what_is_chosen_as_the_person_taps(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "regions": {
+                "type": "array",
+                "title": "Regions",
+                "items": {"type": "string", "enum": ["eu", "us", "ap"]},
+            },
+            "why": {"type": "string", "title": "Why"},
+        },
+        "required": ["regions"],
+    }
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Where to?", "schema": schema, "uiType": "telegram"})
+    posted = await request_message(telegram, "Where to?")
+    telegram.tap(posted, "Respond", ADA)
+    asked = await question(telegram, "Regions (1 of 2)")
+
+    def titles(message: dict[str, Any]) -> list[str]:
+        return [button["text"] for row in message["reply_markup"]["inline_keyboard"] for button in row]
+
+    def redrawn(chosen: list[str]) -> Any:
+        wanted = [("\u2705 " if r in chosen else "") + r for r in ("eu", "us", "ap")]
+        return telegram.message_where(
+            lambda m: m["message_id"] == asked["message_id"] and titles(m)[:3] == wanted
+        )
+
+    assert titles(asked)[:3] == ["eu", "us", "ap"]
+    telegram.tap(asked, "eu", ADA)
+    shown = await redrawn(["eu"])
+    telegram.tap(shown, "ap", ADA)
+    shown = await redrawn(["eu", "ap"])
+    telegram.tap(shown, "\u2705 eu", ADA)  # tapped again: no longer chosen
+    shown = await redrawn(["ap"])
+    telegram.tap(shown, "Done", ADA)
+    why = await question(telegram, "Why (2 of 2, optional)")
+    telegram.reply(why, "/skip", ADA)
+    summary = await question(telegram, "Your answer")
+    telegram.tap(summary, "Submit", ADA)
+    result = await call.result()
+    assert json.loads(result.content[0].text.removeprefix("User provided: ")) == {  # type: ignore[union-attr]
+        "regions": ["ap"]
+    }
+
+
 async def test_a_non_approver_and_an_anonymous_admin_change_nothing(
     start_gateway: StartGateway, telegram: FakeTelegram, tmp_path: Path
 ) -> None:
