@@ -2,8 +2,8 @@
 Bot API by long polling under its lease, the official MCP client asking, and people tapping and
 replying in the fake chat. Approve; 429s waited out (a short one in place, a long one by the delivery
 job's retry); decline with a reason; a five-field form with one invalid reply; a multiple choice's
-check marks; a non-approver's tap and an anonymous admin; a step escalating from Slack to Telegram; the poller's
-holder SIGKILLed while taps arrive. (The webhook mode runs the channel contract,
+check marks; a non-approver's tap and an anonymous admin; a step escalating from Slack to Telegram;
+the poller's holder SIGKILLed while taps arrive. (The webhook mode runs the channel contract,
 tests/channels/test_contract.py, and ``test_the_webhook_applies_a_repeated_update_once`` below.)
 """
 
