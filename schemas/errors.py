@@ -149,8 +149,10 @@ class StoreUnavailableError(HumangateError):
 
 
 class DeliveryError(HumangateError):
-    """A channel failed to post or update its message."""
+    """A channel failed to post or update its message; ``retry_after``: seconds the platform asked
+    to wait before the next attempt (a 429's), which a retried job waits at least."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
         self.retryable = retryable
+        self.retry_after = retry_after
         super().__init__(message)

@@ -7,6 +7,7 @@ job loop (``workers.loop``), which holds the Redis connections and platform clie
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from rq import get_current_job
@@ -76,12 +77,30 @@ def delivery_note(channel: str, error: DeliveryError, attempt: int, retries_left
     if not error.retryable:
         return f"delivery to {channel} failed: {error}; not retrying (fix this, then ask again)"
     if retries_left is None or retries_left:
-        wait = DELIVERY_RETRY_INTERVALS[min(attempt, len(DELIVERY_RETRY_INTERVALS)) - 1]
+        wait = retry_wait(error, attempt)
         return f"delivery to {channel} failed (attempt {attempt}): {error}; retrying in {wait} s"
     return (
         f"delivery to {channel} gave up after {attempt} attempts: {error}; the request waits, likely "
         f"unseen, until it times out (withdraw it and ask again once {channel} works)"
     )
+
+
+def retry_wait(error: DeliveryError, attempt: int) -> int:
+    """Seconds before the retry of a delivery's ``attempt``: the next of the fixed intervals, or the
+    wait the platform asked for (``error.retry_after``, a 429's) when that is longer."""
+    wait = DELIVERY_RETRY_INTERVALS[min(attempt, len(DELIVERY_RETRY_INTERVALS)) - 1]
+    return max(wait, math.ceil(error.retry_after or 0))
+
+
+def _wait_before_retry(seconds: int) -> None:
+    """Make RQ schedule the running job's next retry ``seconds`` from now (when run by RQ)."""
+    job = get_current_job()
+    if job is None or not job.retry_intervals or not job.retries_left:
+        return
+    intervals = list(job.retry_intervals)
+    index = max(len(intervals) - job.retries_left, 0)  # the one ``Job.get_retry_interval`` reads
+    intervals[index] = seconds
+    job.retry_intervals = intervals
 
 
 POSTED_STEP = 0
@@ -114,6 +133,8 @@ async def _deliver(loop: JobLoop, hf_id: str, retries_left: int | None) -> str:
         await store.note_delivery(hf_id, note)
         logger.warning("hf=%s channel=%s %s", hf_id, hf.channel, note)
         if exc.retryable and (retries_left is None or retries_left):
+            if exc.retry_after:
+                _wait_before_retry(retry_wait(exc, attempt))
             raise
         return "failed"
     await store.set_refs(hf_id, refs)

@@ -10,7 +10,8 @@ have been done (the connection never opened, a 429, which Telegram refuses befor
 retryable when a person must fix something (a refused token, a missing chat) or when Telegram may
 have acted without saying so (a timeout or a 5xx after ``sendMessage``: posting again could post
 twice). A 429's ``parameters.retry_after`` is waited out in place when it is short
-(``MAX_INLINE_WAIT``); a longer one fails the call as retryable, naming the wait.
+(``MAX_INLINE_WAIT``); a longer one fails the call as retryable, naming the wait and carrying it
+(``DeliveryError.retry_after``), so a delivery job is retried no sooner (``workers.jobs``).
 """
 
 from __future__ import annotations
@@ -51,10 +52,9 @@ class TelegramApiError(DeliveryError):
     def __init__(
         self, message: str, *, retryable: bool, code: int, description: str, retry_after: float | None = None
     ) -> None:
-        super().__init__(message, retryable=retryable)
+        super().__init__(message, retryable=retryable, retry_after=retry_after)
         self.code = code
         self.description = description
-        self.retry_after = retry_after
 
 
 class TelegramApi:

@@ -7,9 +7,10 @@ reads the same conversation and two people answering the same request each have 
 first Submit ends the request, and the other's Submit is told how it ended.
 
 Each question is a message replying in the thread: buttons for a yes/no, a choice or a multiple
-choice (toggle, then Done), ``ForceReply`` for text and numbers. A typed value is checked by the rules
-every channel uses (``schemas.answers``: ``coerce_text_values`` then ``Desk.check_answer`` on that one
-field), and a wrong one is refused naming the rule and asked again. ``/skip`` leaves an optional
+choice (toggle, then Done; each tap redraws the buttons with a check mark on the options chosen),
+``ForceReply`` for text and numbers. A typed value is checked by the rules every channel uses
+(``schemas.answers``: ``coerce_text_values`` then ``Desk.check_answer`` on that one field), and a
+wrong one is refused naming the rule and asked again. ``/skip`` leaves an optional
 field out (or gives no reason), ``/cancel`` cancels the request. Then a summary with Submit and Cancel.
 
 A button of a question carries its field's index, so a tap on an older question changes nothing.
@@ -39,7 +40,7 @@ from channels.telegram.api import TelegramApi
 from channels.telegram.message import escape
 from channels.telegram.people import send, user_mention
 from schemas.answers import coerce_text_values
-from schemas.errors import InvalidAnswerError
+from schemas.errors import DeliveryError, InvalidAnswerError
 from schemas.flat import is_required, kind_of, options_of
 from schemas.models import HumanFunction, Person
 
@@ -49,6 +50,8 @@ SKIP_COMMAND = "/skip"
 CANCEL_COMMAND = "/cancel"
 OPTION_BASE = 1000
 """A question's option button carries ``field index * OPTION_BASE + option index``."""
+CHOSEN_MARK = "\u2705 "
+"""Before an option of a multiple choice once chosen (the buttons are redrawn at each tap)."""
 MAX_REASON = 1000
 """Characters of a decline or cancel reason kept."""
 
@@ -250,9 +253,15 @@ async def check_field(
 
 
 async def on_tap(
-    desk: Desk, api: TelegramApi, hf: HumanFunction, person: Person, talk: Talk, tap: b.Tap
+    desk: Desk,
+    api: TelegramApi,
+    hf: HumanFunction,
+    person: Person,
+    talk: Talk,
+    tap: b.Tap,
+    question: Mapping[str, Any] | None = None,
 ) -> str:
-    """A button of a question; returns what to tell the person who tapped."""
+    """A button of ``question`` (the message tapped); returns what to tell the person who tapped."""
     fields = fields_of(hf)
     index = tap.index if tap.index is not None else -1
     at = index // OPTION_BASE if tap.code in (b.OPTION, b.TOGGLE) else index
@@ -272,6 +281,7 @@ async def on_tap(
         value = options[index % OPTION_BASE].value
         chosen.remove(value) if value in chosen else chosen.append(value)
         await save(desk, hf, person, talk)
+        await show_chosen(api, hf, talk, prop, question)
         return "Chosen: " + (", ".join(chosen) or "nothing yet")
     if tap.code == b.YES or tap.code == b.NO:
         talk.values[name] = ["true" if tap.code == b.YES else "false"]
@@ -291,6 +301,29 @@ async def on_tap(
     await save(desk, hf, person, talk)
     await ask(api, hf, person, talk)
     return "Noted."
+
+
+async def show_chosen(
+    api: TelegramApi,
+    hf: HumanFunction,
+    talk: Talk,
+    prop: Mapping[str, Any],
+    question: Mapping[str, Any] | None,
+) -> None:
+    """Redraw a multiple choice's buttons with a check mark on each option chosen so far."""
+    chat = (question or {}).get("chat") or {}
+    if not isinstance(chat, Mapping) or "id" not in chat or "message_id" not in (question or {}):
+        return
+    required = is_required(hf.request_schema, fields_of(hf)[talk.at][0])
+    params = {
+        "chat_id": chat["id"],
+        "message_id": (question or {})["message_id"],
+        "reply_markup": {"inline_keyboard": _choices(hf, talk, prop, required)},
+    }
+    try:
+        await api.call("editMessageReplyMarkup", params)
+    except DeliveryError as exc:  # the choice is kept; only its marks are not shown
+        logger.info("cannot show the choices hf=%s channel=telegram (%s)", hf.id, exc)
 
 
 async def _check_list(
@@ -317,8 +350,9 @@ def _choices(
             for i, o in enumerate(options_of(prop))
         ]
     else:
+        chosen = talk.values.get(fields_of(hf)[at][0]) or []
         rows = [
-            [b.button(clip(o.title, 60), hf.id, b.TOGGLE, at * OPTION_BASE + i)]
+            [b.button(_mark(o.value in chosen) + clip(o.title, 60), hf.id, b.TOGGLE, at * OPTION_BASE + i)]
             for i, o in enumerate(options_of(prop))
         ]
         rows.append([b.button("Done", hf.id, b.DONE, at)])
@@ -326,6 +360,10 @@ def _choices(
         rows.append([b.button("Skip", hf.id, b.SKIP, at)])
     rows.append([b.button("Cancel the request", hf.id, b.CANCEL)])
     return rows
+
+
+def _mark(chosen: bool) -> str:
+    return CHOSEN_MARK if chosen else ""
 
 
 def _summary(hf: HumanFunction) -> dict[str, Any]:

@@ -135,7 +135,7 @@ async def on_conversation_tap(
         await tell_tap(api, query, "Tap Respond on the request to answer it.")
         return
     if tap.code != b.SUBMIT:
-        await tell_tap(api, query, await talk_.on_tap(desk, api, hf, person, talk, tap))
+        await tell_tap(api, query, await talk_.on_tap(desk, api, hf, person, talk, tap, query.get("message")))
         return
     if talk.at < len(talk_.fields_of(hf)) or talk.mode != talk_.FORM:
         await tell_tap(api, query, "Answer the questions first.")

@@ -1,8 +1,9 @@
 """Telegram through real processes: a ``humangate serve`` gateway (with its worker) reading the fake
 Bot API by long polling under its lease, the official MCP client asking, and people tapping and
-replying in the fake chat. Approve; decline with a reason; a five-field form with one invalid reply;
-a non-approver's tap and an anonymous admin; a step escalating from Slack to Telegram; the poller's
-holder SIGKILLed while taps arrive. (The webhook mode runs the channel contract,
+replying in the fake chat. Approve; 429s waited out (a short one in place, a long one by the delivery
+job's retry); decline with a reason; a five-field form with one invalid reply; a multiple choice's
+check marks; a non-approver's tap and an anonymous admin; a step escalating from Slack to Telegram;
+the poller's holder SIGKILLed while taps arrive. (The webhook mode runs the channel contract,
 tests/channels/test_contract.py, and ``test_the_webhook_applies_a_repeated_update_once`` below.)
 """
 
@@ -25,7 +26,7 @@ from channels.telegram.updates import ANONYMOUS
 from schemas.settings import Settings
 from tests.conftest import StartGateway
 from tests.fakes.slack import FakeSlack
-from tests.fakes.telegram import ADA, BO, CY, FakeTelegram
+from tests.fakes.telegram import ADA, BO, CY, TOKEN, FakeTelegram, rate_limited
 from tests.gateway.flows import start_call
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
@@ -85,6 +86,38 @@ async def test_approve_by_long_polling(start_gateway: StartGateway, telegram: Fa
     )
 
 
+async def test_a_short_429_is_waited_out_and_the_message_posted_once(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    telegram.server.script("POST", f"/bot{TOKEN}/sendMessage", 429, rate_limited(1))
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Wait a second?", "schema": APPROVAL, "uiType": "telegram"})
+    await request_message(telegram, "Wait a second?")
+    first, second = telegram.method_calls("sendMessage")
+    assert second.at - first.at >= 1.0  # no sooner than retry_after
+    assert len([m for m in telegram.sent() if "Wait a second?" in m["text"]]) == 1
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
+
+
+async def test_a_long_429_retries_the_delivery_after_retry_after_and_posts_once(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    """Longer than a call waits in place: the delivery fails retryably and its job is retried no
+    sooner than ``retry_after`` (not at the first of the fixed retry intervals, 1 s)."""
+    telegram.server.script("POST", f"/bot{TOKEN}/sendMessage", 429, rate_limited(8))
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Later?", "schema": APPROVAL, "uiType": "telegram"})
+    await request_message(telegram, "Later?")
+    first, second = telegram.method_calls("sendMessage")
+    assert second.at - first.at >= 8.0
+    assert len([m for m in telegram.sent() if "Later?" in m["text"]]) == 1
+    call.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call.task
+
+
 async def test_decline_with_a_reason(start_gateway: StartGateway, telegram: FakeTelegram) -> None:
     gateway = start_gateway(**telegram.env())
     call = start_call(gateway.url, {"message": "Drop the table?", "schema": APPROVAL, "uiType": "telegram"})
@@ -133,6 +166,54 @@ async def test_a_five_field_form_with_one_invalid_reply(
         "replicas": 3,
         "canary": True,
         "region": "us",
+    }
+
+
+async def test_a_multiple_choice_shows_what_is_chosen_as_the_person_taps(
+    start_gateway: StartGateway, telegram: FakeTelegram
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "regions": {
+                "type": "array",
+                "title": "Regions",
+                "items": {"type": "string", "enum": ["eu", "us", "ap"]},
+            },
+            "why": {"type": "string", "title": "Why"},
+        },
+        "required": ["regions"],
+    }
+    gateway = start_gateway(**telegram.env())
+    call = start_call(gateway.url, {"message": "Where to?", "schema": schema, "uiType": "telegram"})
+    posted = await request_message(telegram, "Where to?")
+    telegram.tap(posted, "Respond", ADA)
+    asked = await question(telegram, "Regions (1 of 2)")
+
+    def titles(message: dict[str, Any]) -> list[str]:
+        return [button["text"] for row in message["reply_markup"]["inline_keyboard"] for button in row]
+
+    def redrawn(chosen: list[str]) -> Any:
+        wanted = [("\u2705 " if r in chosen else "") + r for r in ("eu", "us", "ap")]
+        return telegram.message_where(
+            lambda m: m["message_id"] == asked["message_id"] and titles(m)[:3] == wanted
+        )
+
+    assert titles(asked)[:3] == ["eu", "us", "ap"]
+    telegram.tap(asked, "eu", ADA)
+    shown = await redrawn(["eu"])
+    telegram.tap(shown, "ap", ADA)
+    shown = await redrawn(["eu", "ap"])
+    telegram.tap(shown, "\u2705 eu", ADA)  # tapped again: no longer chosen
+    shown = await redrawn(["ap"])
+    telegram.tap(shown, "Done", ADA)
+    why = await question(telegram, "Why (2 of 2, optional)")
+    telegram.reply(why, "/skip", ADA)
+    summary = await question(telegram, "Your answer")
+    telegram.tap(summary, "Submit", ADA)
+    result = await call.result()
+    assert json.loads(result.content[0].text.removeprefix("User provided: ")) == {  # type: ignore[union-attr]
+        "regions": ["ap"]
     }
 
 
