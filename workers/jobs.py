@@ -99,7 +99,9 @@ def _wait_before_retry(seconds: int) -> None:
         return
     intervals = list(job.retry_intervals)
     index = max(len(intervals) - job.retries_left, 0)  # the one ``Job.get_retry_interval`` reads
-    intervals[index] = seconds
+    # RQ schedules a retry at a whole second (its scheduled registry truncates the time), up to a
+    # second early: one more keeps the retry no sooner than the platform asked.
+    intervals[index] = seconds + 1
     job.retry_intervals = intervals
 
 
