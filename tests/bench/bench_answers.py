@@ -149,6 +149,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     figures["held"] = held
                     figures["rss_mib"] = round(loaded / 2**20, 1)
                     figures["kib_per_waiting_call"] = round((loaded - baseline) / 1024 / max(held, 1), 1)
+                    cpu = cpu_seconds(tree)
+                    await asyncio.sleep(args.idle)  # measuring the waiting calls' own cost
+                    figures["idle_cpu_share"] = round((cpu_seconds(tree) - cpu) / args.idle, 3)
                     for n in range(args.rounds):
                         calls, failures = await open_calls(
                             fleet, gateway, http, args.burst, args.burst, f"burst{n}"
@@ -202,6 +205,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=4, help="load-client processes holding them")
     parser.add_argument("--burst", type=int, default=200, help="answers (and no-op calls) at once")
     parser.add_argument("--rounds", type=int, default=3, help="bursts of each kind, alternating")
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of waiting measured for CPU")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds of quiet before each burst")
     parser.add_argument(
         "--profile",
@@ -223,6 +227,7 @@ def main() -> int:
     out(
         f"{figures['held']} waiting calls, 1 process: RSS {figures['rss_mib']} MiB,"
         f" {figures['kib_per_waiting_call']} KiB per waiting call;"
+        f" CPU while they wait {figures['idle_cpu_share']:.1%} of a core;"
         f" {figures['ended_while_waiting']} ended while waiting"
     )
     for n, point in enumerate(figures["rounds"]):
