@@ -16,7 +16,7 @@ from starlette.routing import Route
 from channels.registry import channel_names
 from gateway import docs, health, home, rest
 from gateway.auth import CallerAuth
-from gateway.collector import tune_collector
+from gateway.collector import paced_collector, tune_collector
 from gateway.core.events import Events
 from gateway.core.metrics import start_at_zero
 from gateway.core.service import Clock
@@ -88,7 +88,11 @@ def create_app(
             if served:
                 release_waiting_calls_on_signal(runtime.events)
             try:
-                async with session_manager.run(), held_openings(runtime, channel_names()):
+                async with contextlib.AsyncExitStack() as stack:
+                    if served:  # the collector's clock, with tune_collector's thresholds
+                        await stack.enter_async_context(paced_collector())
+                    await stack.enter_async_context(session_manager.run())
+                    await stack.enter_async_context(held_openings(runtime, channel_names()))
                     yield
             finally:
                 await session_manager.replies.stop()

@@ -291,5 +291,4 @@ async def submit_form(request: Request, inbound: Inbound, desk: Desk) -> Respons
             nonce,
             409,
         )
-    logger.info("web form answered hf=%s channel=web", hf.id)
     return RedirectResponse(f"/f/{token}?done=1", status_code=303, headers=page_headers(nonce))

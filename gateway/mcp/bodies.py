@@ -18,7 +18,7 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 from mcp_types import PARSE_ERROR, CallToolRequestParams, ErrorData, JSONRPCError
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.limits import replay
 from schemas.errors import InvalidJsonError
@@ -66,32 +66,50 @@ class McpBodies:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        try:
-            decoded = read_json(body)
-        except InvalidJsonError as exc:
-            await _parse_error(str(exc))(scope, receive, send)
+        # What is read and decoded here is dropped before the call goes on: a waiting call lasts
+        # minutes, and the SDK keeps its own parse of the body.
+        body = await _read_body(receive)
+        if body is None:  # the client went away
             return
-        if invalid_text_path(decoded) is not None:
-            arguments = _tool_arguments(decoded)
-            if arguments is not None:
-                decoded["params"]["arguments"] = _valid(arguments)
-            elsewhere = invalid_text_path(decoded)
-            if elsewhere is not None:
-                await _parse_error(f"{elsewhere or 'body'}: {INVALID_TEXT}")(scope, receive, send)
-                return
-            scope.setdefault("state", {})[ARGUMENTS_STATE_KEY] = arguments
-            body = json.dumps(decoded, ensure_ascii=False).encode()
-        whole: Message = {"type": "http.request", "body": body, "more_body": False}
-        await self.app(scope, replay(whole, receive), send)
+        checked = _checked(scope, body)
+        del body
+        if isinstance(checked, Response):
+            await checked(scope, receive, send)
+            return
+        replayed = replay({"type": "http.request", "body": checked, "more_body": False}, receive)
+        del checked
+        await self.app(scope, replayed, send)
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole body of the request, or ``None`` if the client went away first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _checked(scope: Scope, body: bytes) -> bytes | Response:
+    """The body the SDK is handed (with lone surrogates in a tool's arguments replaced, those
+    arguments as sent kept in the request's state), or the ``Parse error`` response."""
+    try:
+        decoded = read_json(body)
+    except InvalidJsonError as exc:
+        return _parse_error(str(exc))
+    if invalid_text_path(decoded) is None:
+        return body
+    arguments = _tool_arguments(decoded)
+    if arguments is not None:
+        decoded["params"]["arguments"] = _valid(arguments)
+    elsewhere = invalid_text_path(decoded)
+    if elsewhere is not None:
+        return _parse_error(f"{elsewhere or 'body'}: {INVALID_TEXT}")
+    scope.setdefault("state", {})[ARGUMENTS_STATE_KEY] = arguments
+    return json.dumps(decoded, ensure_ascii=False).encode()
 
 
 def _tool_arguments(message: Any) -> dict[str, Any] | None:

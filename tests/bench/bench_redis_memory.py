@@ -79,7 +79,11 @@ async def running_gateway(redis_url: str, opts: argparse.Namespace, work_dir: Pa
     the rate limit of ``opts.rate_limit``; its base URL."""
     port = free_port()
     env = gateway_env(redis_url, port, work_dir / "data", None) | {"PYTHONPATH": str(opts.root)}
-    for name in ("HUMANGATE_ANONYMOUS_TIMEOUT", "HUMANGATE_ANONYMOUS_MAX_PENDING"):
+    for name in (
+        "HUMANGATE_ANONYMOUS_TIMEOUT",
+        "HUMANGATE_ANONYMOUS_MAX_PENDING",
+        "HUMANGATE_MAX_KEPT_BYTES_ANONYMOUS",
+    ):
         env.pop(name, None)
     env["HUMANGATE_ANONYMOUS_RATE_LIMIT"] = str(opts.rate_limit)
     args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--worker"]

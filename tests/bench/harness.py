@@ -175,6 +175,7 @@ def gateway_env(redis_url: str, port: int, data_dir: Path, poll_interval: float 
         "HUMANGATE_ANONYMOUS_RATE_LIMIT": "100000000",
         "HUMANGATE_ANONYMOUS_MAX_PENDING": "100000000",
         "HUMANGATE_ANONYMOUS_MAX_SESSIONS": "100000000",
+        "HUMANGATE_MAX_KEPT_BYTES_ANONYMOUS": str(2**40),  # 10,000 waiting calls keep ~25 MiB
     }
     if poll_interval is not None:
         env["HUMANGATE_POLL_INTERVAL"] = str(poll_interval)

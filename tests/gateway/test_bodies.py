@@ -6,12 +6,15 @@ encode a lone surrogate)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
+from gateway.mcp.bodies import McpBodies
 from schemas.json_text import NOT_UTF8
 from tests.conftest import GatewayProcess, StartGateway
 from tests.fakes import discord_interactions, slack_callbacks, teams_activities
@@ -163,3 +166,35 @@ async def test_a_lone_surrogate_outside_a_tools_arguments_is_a_parse_error_namin
     assert response.status_code == 400
     rule = "params.clientInfo.name: must be valid Unicode text (it holds a lone surrogate)"
     assert response.json()["error"] == {"code": -32700, "message": f"Parse error: {rule}"}
+
+
+async def test_a_waiting_call_keeps_no_copy_of_its_body_read_by_the_check() -> None:
+    """``McpBodies`` hands the body on and drops what it read and decoded: a waiting call lasts
+    minutes, and its parse would be held all that time (2.6 KiB and 44 objects a call, issue 30)."""
+    inside = asyncio.Event()
+    release = asyncio.Event()
+    received: list[Message] = []
+
+    async def waiting_app(scope: Scope, receive: Receive, send: Send) -> None:
+        received.append(await receive())
+        inside.set()
+        await release.wait()
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}})
+    messages: list[Message] = [{"type": "http.request", "body": body.encode(), "more_body": False}]
+
+    async def receive() -> Message:
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        raise AssertionError(f"nothing is sent: {message}")
+
+    scope: Scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": []}
+    task = asyncio.create_task(McpBodies(waiting_app)(scope, receive, send))
+    await asyncio.wait_for(inside.wait(), 10)
+    frame = task.get_coro().cr_frame  # type: ignore[union-attr]
+    held = frame.f_locals
+    release.set()
+    await asyncio.wait_for(task, 10)
+    assert received[0]["body"] == body.encode()
+    assert sorted(held) == ["receive", "replayed", "scope", "self", "send"], sorted(held)

@@ -116,3 +116,6 @@ async def test_an_answered_link_shows_its_outcome_and_refuses_a_late_answer(
         late = await client.post(hf["form_url"], data={"hg-action": "decline"})
         assert_page(late, 409, "Answered")
         assert "Already answered by web form" in late.text
+    # One log line per answer (the service's, which names the channel it came through), not two.
+    answered = [line for line in gateway.output().splitlines() if f"answered hf={hf['id']}" in line]
+    assert len(answered) == 1 and "via=web" in answered[0], answered
