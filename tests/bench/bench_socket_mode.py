@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import shlex
 import signal
 import statistics
 import sys
@@ -51,8 +49,7 @@ from tests.bench.harness import (
     gateway_env,
     measure,
     note,
-    out,
-    print_header,
+    print_figures,
     spawn_gateway,
     until,
     wait_ready,
@@ -182,7 +179,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
             _, lost_kill, answered_at = await _clicks(sockets, payloads[args.clicks :], args.rate, {10: kill})
             after = [t for t in answered_at if t >= killed["at"]]
             next_answered = min(after) - killed["at"] if after else float("nan")
-            await until("two connections again", lambda: _async_true(len(sockets.live()) >= 2), 40)
+            await until("two connections again", lambda: len(sockets.live()) >= 2, 40)
             reopened = time.monotonic() - killed["at"]
         finally:
             keeper.stop()
@@ -203,10 +200,6 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def _async_true(value: bool) -> bool:
-    return value
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clicks", type=int, default=250)
@@ -217,10 +210,7 @@ def main() -> int:
     figures = measure(_run(args))
     if figures is None:
         return 2
-    print_header(shlex.join(["python", "tests/bench/bench_socket_mode.py", *sys.argv[1:]]))
-    for name, value in figures.items():
-        out(f"{name:32} {value}")
-    out(json.dumps(figures))
+    print_figures("tests/bench/bench_socket_mode.py", figures, 32)
     ok = figures["ack_p99_ms"] <= ACK_TARGET * 1000 and figures["lost_steady"] == 0
     return 0 if ok else 1
 

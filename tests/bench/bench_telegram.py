@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import shlex
 import signal
 import statistics
 import sys
@@ -53,8 +51,7 @@ from tests.bench.harness import (
     gateway_env,
     measure,
     note,
-    out,
-    print_header,
+    print_figures,
     spawn_gateway,
     until,
     wait_ready,
@@ -154,7 +151,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
             gets_before = len(telegram.method_calls("getUpdates"))
             await until(
                 "a long poll waiting",
-                lambda: _true(len(telegram.method_calls("getUpdates")) > gets_before),
+                lambda: len(telegram.method_calls("getUpdates")) > gets_before,
                 60,
             )
             note(f"counting idle Redis commands and getUpdates calls for {args.idle} s")
@@ -178,7 +175,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
                     wanted = [found.get(f"Deploy {i}?") for i in range(count)]
                     return None if any(m is None for m in wanted) else wanted  # type: ignore[return-value]
 
-                await until(f"{count} requests posted", lambda: _true(posted() is not None), 120)
+                await until(f"{count} requests posted", lambda: posted() is not None, 120)
                 messages = posted() or []
 
                 note(f"{args.taps} taps at {args.rate} per second")
@@ -232,10 +229,6 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def _true(value: bool) -> bool:
-    return value
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--taps", type=int, default=100)
@@ -246,10 +239,7 @@ def main() -> int:
     figures = measure(_run(args))
     if figures is None:
         return 2
-    print_header(shlex.join(["python", "tests/bench/bench_telegram.py", *sys.argv[1:]]))
-    for name, value in figures.items():
-        out(f"{name:34} {value}")
-    out(json.dumps(figures))
+    print_figures("tests/bench/bench_telegram.py", figures, 34)
     ok = (
         figures["kill_next_tap_answered_s"] <= TAKEOVER_TARGET
         and figures["taps_answered_twice"] == 0

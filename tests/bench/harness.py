@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import json
 import logging
 import os
 import re
 import secrets
+import shlex
 import signal
 import statistics
 import subprocess
@@ -113,6 +116,15 @@ def print_header(command: str) -> None:
     """The command and the machine's state, the first lines of every benchmark's table."""
     out(f"command: {command}")
     out(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def print_figures(script: str, figures: dict[str, Any], width: int = 34) -> None:
+    """A benchmark's figures: the header (``python <script> <its arguments>``), one line a figure,
+    then all of them as one JSON line for tools."""
+    print_header(shlex.join(["python", script, *sys.argv[1:]]))
+    for name, value in figures.items():
+        out(f"{name:{width}} {value}")
+    out(json.dumps(figures))
 
 
 class BenchError(RuntimeError):
@@ -258,12 +270,16 @@ async def running_gateway(
 
 
 async def until(what: str, check: Any, timeout: float = STEP_TIMEOUT) -> None:
-    """Poll ``await check()`` until it is true, at most ``timeout`` seconds."""
+    """Poll ``check()`` (a plain or an async condition) until it is true, at most ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while not await check():
+    while not await _holds(check()):
         if time.monotonic() > deadline:
             raise BenchError(f"timed out waiting for {what}")
         await asyncio.sleep(0.1)  # polling an external condition with a deadline
+
+
+async def _holds(result: Any) -> bool:
+    return bool(await result) if inspect.isawaitable(result) else bool(result)
 
 
 async def waiting_gauge(http: httpx.AsyncClient, gateway: Gateway) -> int:
