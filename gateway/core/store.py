@@ -331,8 +331,8 @@ class HumanFunctionStore:
 
     @store_operation
     async def note_delivery(self, hf_id: str, note: str | None) -> None:
-        """Record (or clear, with ``None``) what went wrong delivering a pending request; its waiting
-        calls hear of it at once."""
+        """Record what went wrong delivering a pending request, or clear it (``None``) at any status:
+        a post that was made leaves no stale problem. Its waiting calls hear of it at once."""
         args = scripts.NoteArgs(
             id=hf_id, note=(note or "")[:500], events_keep_seconds=keys.EVENTS_KEEP_SECONDS
         )

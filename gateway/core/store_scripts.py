@@ -490,10 +490,13 @@ NOTE = (
     + """
 -- KEYS: 1 the hash, 2 the events stream. ARGV: 1 NoteArgs (JSON).
 local a = cjson.decode(ARGV[1])
-if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 if a.note == '' then
+  -- A post that was made clears the problem whatever the status: a click may have ended the
+  -- request between the post and this note, and an ended request shows no stale problem.
   redis.call('HDEL', KEYS[1], 'delivery_error')
+  if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 else
+  if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
   redis.call('HSET', KEYS[1], 'delivery_error', a.note)
 end
 redis.call('XADD', KEYS[2], 'MINID', '~', events_min_id(a.events_keep_seconds), '*', 'id', a.id,
@@ -501,7 +504,8 @@ redis.call('XADD', KEYS[2], 'MINID', '~', events_min_id(a.events_keep_seconds), 
 return 1
 """
 )
-"""Record (or clear) what went wrong delivering a pending request, and tell its waiting calls."""
+"""Record what went wrong delivering a pending request (or clear it, at any status), and tell its
+waiting calls."""
 
 
 class StartArgs(TypedDict):

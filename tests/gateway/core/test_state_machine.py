@@ -257,6 +257,13 @@ async def note_cleared(m: Machine) -> Step:
     return await m.run("NOTE", "a1", "a1", None)
 
 
+async def note_cleared_after_the_end(m: Machine) -> Step:
+    await m.open(make_hf())
+    await m.store.note_delivery("a1", "boom")
+    await m.end("a1", by_person(Action.ACCEPT))
+    return await m.run("NOTE", "a1", "a1", None)
+
+
 def ending(action: Action, *, retain: bool) -> Callable[[Machine], Awaitable[Step]]:
     async def drive(m: Machine) -> Step:
         await m.open(make_hf())
@@ -409,6 +416,7 @@ DRIVERS: dict[str, Callable[[Machine], Awaitable[Step]]] = {
     "references from a callback": refs_from_callback,
     "delivery failed": delivery_failed,
     "delivery note cleared": note_cleared,
+    "delivery note cleared after the end": note_cleared_after_the_end,
     "answer": ending(Action.ACCEPT, retain=False),
     "answer, result kept": ending(Action.ACCEPT, retain=True),
     "decline": ending(Action.DECLINE, retain=True),

@@ -247,6 +247,17 @@ async def test_delivery_notes_are_kept_and_told_while_pending(store: HumanFuncti
     ]
 
 
+async def test_a_post_made_while_a_click_ended_the_request_clears_its_delivery_note(
+    store: HumanFunctionStore,
+) -> None:
+    await create(store, make_hf())
+    await store.note_delivery("a1", "delivery to discord failed (attempt 1): 503; retrying in 1 s")
+    await finish(store, "a1", accepted("ada"))
+    assert (await store.get("a1")).delivery_error is not None
+    await store.note_delivery("a1", None)
+    assert (await store.get("a1")).delivery_error is None
+
+
 async def test_references_from_a_callback_never_replace_recorded_ones(store: HumanFunctionStore) -> None:
     await create(store, make_hf())
     assert await store.set_refs_if_missing("a1", {"ts": "1"})
