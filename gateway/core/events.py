@@ -29,6 +29,7 @@ from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, text
 from gateway.core.redis_target import RedisTarget
 from gateway.core.store import HumanFunctionStore
+from gateway.core.tasks import stop_task
 from schemas.models import Outcome, Status
 
 logger = logging.getLogger(__name__)
@@ -169,9 +170,7 @@ class Events:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
             self._task = None
         await self._redis.aclose()
 

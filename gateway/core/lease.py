@@ -43,6 +43,7 @@ from redis.asyncio import Redis
 
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import UNAVAILABLE_ERRORS, text
+from gateway.core.tasks import stop_task
 
 logger = logging.getLogger(__name__)
 
@@ -198,9 +199,7 @@ class LeaseKeeper:
     async def stop(self) -> None:
         """Stop every connection of this process and release its slots (others take them at once)."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
             self._task = None
         for slot in list(self._running):
             await self._drop(slot, release=True)
@@ -281,10 +280,8 @@ class LeaseKeeper:
     async def _drop(self, slot: str, *, release: bool) -> None:
         entry = self._running.pop(slot, None)
         if entry is not None:
-            task = entry[0]
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            with contextlib.suppress(Exception):
+                await stop_task(entry[0])
         if release:
             await self._call(self._release, slot, self.token)
 

@@ -15,6 +15,7 @@ import contextlib
 import logging
 
 from gateway.core.store import HumanFunctionStore
+from gateway.core.tasks import stop_task
 from schemas.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -61,9 +62,7 @@ class ReturnedMarks:
     async def stop(self) -> None:
         """Write what is queued (best effort), then stop."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
         with contextlib.suppress(StoreUnavailableError):
             await self._flush()
 

@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, store_operation, text
 from gateway.core.redis_target import RedisTarget
+from gateway.core.tasks import stop_task
 from schemas.errors import InvalidJsonError, StoreUnavailableError
 from schemas.json_text import read_json
 
@@ -123,9 +124,7 @@ class ReplyRouter:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await stop_task(self._task)
         await self._redis.aclose()
 
     async def _listen(self, deliver: Deliver) -> None:
