@@ -15,7 +15,7 @@ async def test_a_command_queued_behind_a_busy_pool_waits_longer_than_one_command
     # timeout; the queued command still runs, within its operation's deadline (issue 30: answers
     # were refused with "No connection available" under a 10,000-call load).
     client = async_redis(redis_url, pool_size=1)
-    held = await client.connection_pool.get_connection()
+    held = await client.connection_pool.get_connection()  # type: ignore[no-untyped-call]
     hold = COMMAND_TIMEOUT + 0.5
     assert hold < POOL_WAIT
 
