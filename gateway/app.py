@@ -27,6 +27,7 @@ from gateway.limits import BodySizeLimit, current_limits
 from gateway.logs import configure_logging
 from gateway.mcp.bodies import McpBodies
 from gateway.mcp.delivery import DeliveryWatching
+from gateway.mcp.entry import MCP_METHODS, MCP_PATH, McpEntry
 from gateway.mcp.replies import ReplyRouter
 from gateway.mcp.server import build_mcp
 from gateway.mcp.session_registry import SessionRegistry
@@ -114,7 +115,7 @@ def create_app(
     # server-initiated messages, which humangate never sends (progress travels on each call's own
     # stream). The transport spec lets a server refuse it with 405, and it halves a session's memory.
     app.router.routes.append(
-        Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"], include_in_schema=False)
+        Route(MCP_PATH, endpoint=mcp_endpoint, methods=sorted(MCP_METHODS), include_in_schema=False)
     )
     app.router.routes.extend(channel_routes())  # every registered channel's endpoints
     app.include_router(inbox.router)
@@ -124,6 +125,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(docs.router)
     app.include_router(home.router)
+    app.add_middleware(McpEntry, endpoint=mcp_endpoint)  # the route's endpoint, reached directly
     app.add_middleware(BodySizeLimit, limits=current_limits())
     app.add_middleware(HostCheck, settings=settings)
     return app

@@ -210,7 +210,7 @@ async def get_request(hf_id: str, request: Request, caller: CallerDep) -> Reques
     runtime = _runtime(request)
     hf = await _own(runtime, hf_id, caller)
     if hf.outcome is not None:
-        returned(runtime.service, hf, hf.outcome)
+        returned(runtime.service, hf.id, hf.outcome)
     return _view(runtime, hf)
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
-from schemas.models import Action, HumanFunction, Outcome, Status
+from schemas.models import Action, Outcome, Status
 
 NO_REASON = "No reason given"
 """The decline text when the person gave no reason."""
@@ -34,7 +34,21 @@ def no_answer_reason(timeout_seconds: float, policy: str | None) -> str:
     return f"No answer within {duration_text(timeout_seconds)} (policy {policy})"
 
 
-def ending_reason(hf: HumanFunction, timeout_seconds: float) -> str:
+class Expiring(Protocol):
+    """What the ending of a request nobody answered is made from (a ``HumanFunction``, or the
+    view a waiting call keeps of one)."""
+
+    @property
+    def on_timeout(self) -> str: ...
+
+    @property
+    def policy(self) -> str | None: ...
+
+    @property
+    def timeout_seconds(self) -> float: ...
+
+
+def ending_reason(hf: Expiring, timeout_seconds: float) -> str:
     """Why ``hf`` ends when nobody answered within ``timeout_seconds``: ``Request timed out after 5
     minutes``, or under ``on_timeout = "decline"`` ``No answer within 5 minutes (policy deploys)``."""
     if hf.on_timeout == "decline":

@@ -64,6 +64,11 @@ and the command itself included) before it fails as "store unavailable"."""
 POOL_SIZE = 64
 """Connections one gateway process opens at most; commands queue for a free one under a burst."""
 
+POOL_WAIT = OPERATION_DEADLINE
+"""Seconds a command may queue for a free pooled connection. Queueing is not a dead server: a burst
+of answers on a loaded machine can keep every connection busy for longer than one command may
+take, so the wait is bounded only by the whole operation's deadline (``store_operation``)."""
+
 UNAVAILABLE_ERRORS: tuple[type[Exception], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
@@ -138,14 +143,14 @@ def async_redis(
     target: RedisTarget | str, *, socket_timeout: float = COMMAND_TIMEOUT, pool_size: int = POOL_SIZE
 ) -> Redis:
     """An asyncio client on a blocking pool: a burst waits for a free connection (up to
-    ``socket_timeout``) instead of failing with "Too many connections"."""
+    ``POOL_WAIT``, or ``socket_timeout`` if longer) instead of failing with "Too many connections"."""
     target = as_target(target)
     retry = AsyncRetry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES)
     if not target.is_sentinel:
         pool = BlockingConnectionPool.from_url(
             target.url,
             max_connections=pool_size,
-            timeout=socket_timeout,
+            timeout=max(socket_timeout, POOL_WAIT),
             retry=retry,
             **_common(socket_timeout),
         )
@@ -156,7 +161,7 @@ def async_redis(
         redis_class=Redis,
         connection_pool_class=_BlockingSentinelPool,
         max_connections=pool_size,
-        timeout=socket_timeout,
+        timeout=max(socket_timeout, POOL_WAIT),
         retry=retry,
         **(_common(socket_timeout) | target.master_options()),
     )

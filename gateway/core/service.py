@@ -42,7 +42,7 @@ from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import STATUS_OF_ACTION, Action, Answer, Approval, HumanFunction, Outcome, Status
 from schemas.other_fields import check_other_fields, check_pairs
 from schemas.policies import Policies
-from schemas.results import WITHDRAWN_REASON, answered_by, ending_reason, expired_outcome
+from schemas.results import WITHDRAWN_REASON, Expiring, answered_by, ending_reason, expired_outcome
 from schemas.settings import Settings
 from schemas.text import utf8_size
 
@@ -376,7 +376,7 @@ class HumanFunctionService:
                     pipe.execute_command(*command)
             await pipe.execute()
 
-    def expired_outcome(self, hf: HumanFunction) -> Outcome:
+    def expired_outcome(self, hf: Expiring) -> Outcome:
         """How ``hf`` ends when its deadline passes: canceled, "Request timed out after ..."; under
         a policy with ``on_timeout = "decline"``, declined, "No answer within ... (policy ...)"."""
         action = Action.DECLINE if hf.on_timeout == "decline" else Action.CANCEL

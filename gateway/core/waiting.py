@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from channels.display import AGENT_VIA
 from gateway.core.escalation import escalation_text
@@ -32,13 +33,70 @@ NOT_A_PERSON = {EXPIRED_VIA, AGENT_VIA}
 """``Outcome.via`` of endings no person made (their results are never kept for a later call)."""
 
 
+class ResultSource(Protocol):
+    """What a tool's result reads of its request (a ``HumanFunction``, or ``Asked``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def request_schema(self) -> dict[str, Any]: ...
+
+    @property
+    def other_fields(self) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a waiting call keeps of its Human Function: a few hundred bytes where the whole model
+    is about four KiB, which ten thousand waiting calls would each hold for minutes (the schema and
+    the "Other" fields are the question's own objects, not copies). At the deadline the request is
+    read back whole to end it."""
+
+    id: str
+    channel: str
+    created_at: float
+    deadline: float
+    full_deadline: float | None
+    """The deadline it gets once a person starts answering (``None``: no idle timeout)."""
+    on_timeout: str
+    policy: str | None
+    delivery_error: str | None
+    escalated: str | None
+    """Which escalation steps had posted when the call began waiting (``escalation_text``)."""
+    request_schema: dict[str, Any]
+    other_fields: dict[str, str]
+
+    @classmethod
+    def of(cls, hf: HumanFunction, schema: dict[str, Any], other_fields: dict[str, str]) -> Asked:
+        """``hf``'s view, sharing ``schema`` and ``other_fields`` (equal to ``hf``'s) with the caller."""
+        return cls(
+            hf.id,
+            hf.channel,
+            hf.created_at,
+            hf.deadline,
+            hf.full_deadline,
+            hf.on_timeout,
+            hf.policy,
+            hf.delivery_error,
+            escalation_text(hf),
+            schema,
+            other_fields,
+        )
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self.deadline - self.created_at
+
+
 @dataclass(frozen=True, slots=True)
 class Tick:
     """What a waiting call reports at each check (an MCP progress notification)."""
 
-    hf: HumanFunction
     seconds_left: float
     delivery_error: str | None
+    idle: bool = False
+    """It waits under an idle timeout: its full timeout starts when a person starts answering."""
     store_available: bool = True
     started: bool = False
     """A person started answering a request opened with an idle timeout (it has its full timeout)."""
@@ -56,31 +114,37 @@ class GatewayStopping(Exception):
 
 
 async def wait_for_end(
-    service: HumanFunctionService, events: Events, hf: HumanFunction, on_tick: OnTick
+    service: HumanFunctionService, events: Events, asked: Asked, on_tick: OnTick
 ) -> Outcome:
-    """Wait until ``hf`` ends (answered, expired or withdrawn) and return how it ended.
+    """Wait until the request ``asked`` ends (answered, expired or withdrawn) and return how it ended.
 
     Reports a tick at once and then at least every poll interval: the first pause is a random
     part of the interval (at least half), so calls opened together do not all tick together and
     the process's work is spread evenly over each interval. Cancelling this coroutine (client
-    gone) leaves ``hf`` pending for a later re-attach, and so does ``GatewayStopping``. The caller
-    notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
+    gone) leaves the request pending for a later re-attach, and so does ``GatewayStopping``. The
+    caller notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
     """
-    waiter = events.watch(hf.id, hf.deadline, hf.delivery_error)
-    waiter.escalated = waiter.escalated or escalation_text(hf)
+    waiter = events.watch(asked.id, asked.deadline, asked.delivery_error)
+    waiter.escalated = waiter.escalated or asked.escalated
     try:
         interval = service.settings.poll_interval
         pause = interval * random.uniform(FIRST_PAUSE_MIN, 1.0)  # spreading ticks, not secrecy
         while waiter.ended is None:
             if events.stopping:
-                raise GatewayStopping(hf.id)
-            if waiter.deadline != hf.deadline:  # a person started answering: the full timeout
-                hf = hf.model_copy(update={"deadline": waiter.deadline, "full_deadline": None})
-            left = hf.deadline - service.clock()
+                raise GatewayStopping(asked.id)
+            if waiter.deadline != asked.deadline:  # a person started answering: the full timeout
+                asked = replace(asked, deadline=waiter.deadline, full_deadline=None)
+            left = asked.deadline - service.clock()
             if left <= 0:
-                return await _expire(service, hf)
+                return await _expire(service, asked)
             tick = Tick(
-                hf, left, waiter.note, events.available, waiter.started, hf.timeout_seconds, waiter.escalated
+                left,
+                waiter.note,
+                asked.full_deadline is not None,
+                events.available,
+                waiter.started,
+                asked.timeout_seconds,
+                waiter.escalated,
             )
             await on_tick(tick)
             if waiter.ended is None:
@@ -92,23 +156,28 @@ async def wait_for_end(
     return outcome
 
 
-def returned(service: HumanFunctionService, hf: HumanFunction, outcome: Outcome) -> None:
-    """Note (in the background) that a client received a person's answer, so an identical call
-    asks again instead of receiving it a second time."""
+def returned(service: HumanFunctionService, hf_id: str, outcome: Outcome) -> None:
+    """Note (in the background) that a client received a person's answer to ``hf_id``, so an
+    identical call asks again instead of receiving it a second time."""
     if outcome.via not in NOT_A_PERSON:
-        service.returned.mark(hf.id)
+        service.returned.mark(hf_id)
 
 
-async def _expire(service: HumanFunctionService, hf: HumanFunction) -> Outcome:
+async def _expire(service: HumanFunctionService, asked: Asked) -> Outcome:
     try:
+        hf = await service.store.get(asked.id)  # read back whole to end it (its webhooks, its posts)
+        if not hf.is_pending and hf.outcome is not None:
+            return hf.outcome  # ended an instant ago by someone else; its event is on its way
         ended = await service.expire(hf)
     except ClosedError:
         try:  # ended an instant ago by someone else; its event is on its way, but read it now
-            ended = await service.store.get(hf.id)
+            ended = await service.store.get(asked.id)
         except (StoreUnavailableError, UnknownRequestError):
-            return service.expired_outcome(hf)
+            return service.expired_outcome(asked)
+    except UnknownRequestError:
+        return service.expired_outcome(asked)
     except StoreUnavailableError:
-        logger.warning("deadline passed while Redis is unavailable hf=%s channel=%s", hf.id, hf.channel)
-        return service.expired_outcome(hf)
+        logger.warning("deadline passed while Redis is unavailable hf=%s channel=%s", asked.id, asked.channel)
+        return service.expired_outcome(asked)
     assert ended.outcome is not None
     return ended.outcome

@@ -23,12 +23,13 @@ from typing import Any
 
 import mcp_types as types
 
+from gateway.core.waiting import ResultSource
 from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument, object_or_none
 from gateway.mcp.call import Question
 from gateway.mcp.texts import outcome_result, text_result
 from schemas.errors import InvalidSchemaError
 from schemas.flat import SchemaLimits, check_flat_schema, options_of
-from schemas.models import Action, HumanFunction, Outcome
+from schemas.models import Action, Outcome
 from schemas.other_fields import OTHER, OTHER_TITLE, chose_other, typed_text
 from schemas.results import answered_by, approvals_of, compact_json
 from schemas.settings import Settings
@@ -205,7 +206,7 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     return Question(channel, message, schema, other_fields=others)
 
 
-def answers_of(hf: HumanFunction, content: Mapping[str, Any]) -> dict[str, str]:
+def answers_of(hf: ResultSource, content: Mapping[str, Any]) -> dict[str, str]:
     """Question -> answer, in question order, from an accepted answer to ``hf``."""
     properties: Mapping[str, Any] = hf.request_schema.get("properties") or {}
     answers: dict[str, str] = {}
@@ -224,7 +225,7 @@ def _index(order: list[str], label: str) -> int:
     return order.index(label) if label in order else len(order)
 
 
-def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
+def result_of(outcome: Outcome, hf: ResultSource) -> types.CallToolResult:
     """``User answered: {...}`` with ``{"action", "answers", "id", "answeredBy"}``; else ``elicit``'s
     result."""
     if outcome.action is not Action.ACCEPT:

@@ -12,7 +12,7 @@ import mcp_types as types
 
 from gateway.core.metrics import OPENED
 from gateway.core.store import Opened
-from gateway.core.waiting import GatewayStopping, Tick, returned, wait_for_end
+from gateway.core.waiting import Asked, GatewayStopping, ResultSource, Tick, returned, wait_for_end
 from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import start_race, stop_race
 from gateway.mcp.delivery import after_delivery
@@ -30,7 +30,7 @@ from schemas.models import HumanFunction, Outcome
 
 logger = logging.getLogger(__name__)
 
-ResultOf = Callable[[Outcome, HumanFunction], types.CallToolResult]
+ResultOf = Callable[[Outcome, ResultSource], types.CallToolResult]
 """How a tool turns an outcome into its result; the Human Function gives its id and what was asked
 (a tool whose result names its questions reads them back from the schema it built)."""
 
@@ -91,6 +91,10 @@ async def ask(call: Call, question: Question, result_of: ResultOf, tool: str) ->
     last_progress = 0.0
     started = runtime.service.clock()
     where = waiting_where(hf, runtime.settings)
+    race = start_race(call, hf)
+    # The wait keeps only this view of the request, not the whole model (4 KiB a waiting call).
+    asked = Asked.of(hf, question.schema, question.other_fields)
+    del hf, opening
 
     async def on_tick(tick: Tick) -> None:
         nonlocal last_progress
@@ -99,16 +103,15 @@ async def ask(call: Call, question: Question, result_of: ResultOf, tool: str) ->
             last_progress, total=tick.timeout, message=progress_message(tick, where)
         )
 
-    race = start_race(call, hf)
     try:
-        outcome = await wait_for_end(runtime.service, runtime.events, hf, on_tick)
+        outcome = await wait_for_end(runtime.service, runtime.events, asked, on_tick)
     except GatewayStopping:
-        return text_result(RESTARTING_TEXT.format(id=hf.id, tool=tool), error=True)
+        return text_result(RESTARTING_TEXT.format(id=asked.id, tool=tool), error=True)
     except Exception:
         # Never leak internals to the agent; the request stays pending and a re-call re-attaches.
-        logger.exception("waiting failed hf=%s channel=%s", hf.id, hf.channel)
-        return text_result(WAIT_FAILED_TEXT.format(id=hf.id, tool=tool), error=True)
+        logger.exception("waiting failed hf=%s channel=%s", asked.id, asked.channel)
+        return text_result(WAIT_FAILED_TEXT.format(id=asked.id, tool=tool), error=True)
     finally:
         await stop_race(race)
-    after_delivery(call.ctx, delivered=lambda: returned(runtime.service, hf, outcome))
-    return result_of(outcome, hf)
+    after_delivery(call.ctx, delivered=lambda: returned(runtime.service, asked.id, outcome))
+    return result_of(outcome, asked)

@@ -15,10 +15,11 @@ from typing import Any
 
 import mcp_types as types
 
+from gateway.core.waiting import ResultSource
 from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument
 from gateway.mcp.call import Question
 from gateway.mcp.texts import outcome_result, text_result
-from schemas.models import Action, HumanFunction, Outcome
+from schemas.models import Action, Outcome
 from schemas.results import structured_result
 from schemas.settings import Settings
 
@@ -68,7 +69,7 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     return Question(channel, prompt, reply_schema(), idle_timeout=settings.idle_timeout)
 
 
-def result_of(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
+def result_of(outcome: Outcome, hf: ResultSource) -> types.CallToolResult:
     """``User provided: <reply verbatim>``; decline, cancel and timeout as ``elicit``'s."""
     if outcome.action is not Action.ACCEPT:
         return outcome_result(outcome, hf)

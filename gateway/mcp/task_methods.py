@@ -17,7 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 
 from gateway.core.callers import owns
-from gateway.core.waiting import GatewayStopping, returned, wait_for_end
+from gateway.core.waiting import Asked, GatewayStopping, returned, wait_for_end
 from gateway.mcp.asking import ResultOf
 from gateway.mcp.call import Call, Question
 from gateway.mcp.client_form import answer_from_client, rejection_note
@@ -91,10 +91,11 @@ class TaskMethods:
                 return None
 
             try:
-                ended = await wait_for_end(call.runtime.service, call.runtime.events, hf, quiet)
+                asked = Asked.of(hf, hf.request_schema, hf.other_fields)
+                ended = await wait_for_end(call.runtime.service, call.runtime.events, asked, quiet)
             except GatewayStopping:
                 raise MCPError(code=types.INTERNAL_ERROR, message="humangate is restarting") from None
-            after_delivery(ctx, delivered=lambda: returned(call.runtime.service, hf, ended))
+            after_delivery(ctx, delivered=lambda: returned(call.runtime.service, hf.id, ended))
             outcome = ended
         assert outcome is not None
         result = self.result_of(record.tool)(outcome, hf)

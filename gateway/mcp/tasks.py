@@ -106,7 +106,7 @@ def view(runtime: Runtime, record: TaskRecord, hf: HumanFunction, result_of: Res
     if hf.is_pending or outcome is None:
         left = hf.seconds_left(runtime.service.clock())
         message = progress_message(
-            Tick(hf, left, hf.delivery_error, escalated=escalation_text(hf)),
+            Tick(left, hf.delivery_error, hf.full_deadline is not None, escalated=escalation_text(hf)),
             waiting_where(hf, runtime.settings),
         )
         asking = record.client_form and not record.dismissed and runtime.settings.client_elicitation == "race"

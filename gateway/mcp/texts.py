@@ -7,7 +7,7 @@ from typing import Any
 import mcp_types as types
 
 from gateway.core.links import form_url, inbox_url
-from gateway.core.waiting import Tick
+from gateway.core.waiting import ResultSource, Tick
 from schemas.models import HumanFunction, Outcome
 from schemas.results import duration_text, is_error, result_text, structured_result
 from schemas.settings import Settings
@@ -58,7 +58,7 @@ def text_result(text: str, *, error: bool, structured: dict[str, Any] | None = N
     )
 
 
-def outcome_result(outcome: Outcome, hf: HumanFunction) -> types.CallToolResult:
+def outcome_result(outcome: Outcome, hf: ResultSource) -> types.CallToolResult:
     """``elicit``'s result for an outcome (docs/tools.md#results)."""
     return text_result(
         result_text(outcome), error=is_error(outcome), structured=structured_result(outcome, hf.id)
@@ -91,7 +91,7 @@ def progress_message(tick: Tick, where: str) -> str:
         text = f"{where}; {tick.escalated}; {duration_text(tick.seconds_left)} left"
     if tick.started:
         text += f". {STARTED_NOTE}"
-    elif tick.hf.full_deadline is not None:
+    elif tick.idle:
         text += f". {IDLE_NOTE}"
     if tick.delivery_error:
         text += f". Delivery problem: {tick.delivery_error}"

@@ -73,6 +73,8 @@ async def run(args: argparse.Namespace) -> list[str]:
                 total = sum(s.size_diff for s in stats)
                 per = args.calls
                 lines.append(f"{per} more waiting calls: {total / per / 1024:.1f} KiB each (Python)")
+                if args.ours:
+                    lines.extend(by_our_line(stats, per, args.top))
                 for stat in stats[: args.top]:
                     size, blocks = stat.size_diff / per, stat.count_diff / per
                     lines.append(f"\n{size:8.0f} B/call  {blocks:6.1f} blocks/call")
@@ -84,6 +86,27 @@ async def run(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+OURS = tuple(
+    str(Path(__file__).resolve().parents[2] / package) for package in ("gateway", "channels", "schemas")
+)
+
+
+def by_our_line(stats: list[tracemalloc.StatisticDiff], per: int, top: int) -> list[str]:
+    """Bytes per call grouped by the innermost line of humangate's own code they were allocated
+    under (the library allocations a line of ours caused count for that line)."""
+    sums: dict[str, float] = {}
+    for stat in stats:
+        ours = next((f for f in reversed(stat.traceback) if f.filename.startswith(OURS)), None)
+        where = (
+            "(no line of ours)"
+            if ours is None
+            else f"{ours.filename.split('/')[-2]}/{ours.filename.split('/')[-1]}:{ours.lineno}"
+        )
+        sums[where] = sums.get(where, 0.0) + stat.size_diff / per
+    ranked = sorted(sums.items(), key=lambda item: -item[1])[:top]
+    return ["", "by humangate's innermost line:"] + [f"{size:8.0f} B/call  {where}" for where, size in ranked]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,6 +114,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1000, help="waiting calls between the snapshots")
     parser.add_argument("--top", type=int, default=25, help="tracebacks printed")
     parser.add_argument("--frames", type=int, default=12, help="frames kept per allocation")
+    parser.add_argument("--ours", action="store_true", help="also group by humangate's innermost line")
     args = parser.parse_args()
     lines = measure(run(args))
     if lines is None:

@@ -16,7 +16,7 @@ from gateway.core.embedded import EmbeddedRedis
 from gateway.core.queue import JobRecorder
 from gateway.core.service import HumanFunctionService
 from gateway.core.store import HumanFunctionStore
-from gateway.core.waiting import GatewayStopping, Tick, wait_for_end
+from gateway.core.waiting import Asked, GatewayStopping, Tick, wait_for_end
 from gateway.runtime import Runtime, open_runtime
 from schemas.models import Action, Answer, HumanFunction, Outcome, Status
 from schemas.settings import Settings
@@ -69,7 +69,8 @@ async def open_one(runtime: Runtime) -> HumanFunction:
 def waiting_on(
     runtime: Runtime, hf: HumanFunction, on_tick: Callable[[Tick], object]
 ) -> asyncio.Task[Outcome]:
-    return asyncio.create_task(wait_for_end(runtime.service, runtime.events, hf, on_tick))  # type: ignore[arg-type]
+    asked = Asked.of(hf, hf.request_schema, hf.other_fields)
+    return asyncio.create_task(wait_for_end(runtime.service, runtime.events, asked, on_tick))  # type: ignore[arg-type]
 
 
 async def readers(redis: Redis) -> list[dict[str, str]]:
@@ -223,12 +224,12 @@ async def test_a_person_starting_extends_a_waiting_idle_request_and_the_agent_is
     checks = Checks()
     waiting = waiting_on(fast_polling, hf, checks)
     await checks.reached(1)
-    assert not checks.ticks[0].started and checks.ticks[0].seconds_left <= 3
+    assert not checks.ticks[0].started and checks.ticks[0].idle and checks.ticks[0].seconds_left <= 3
     started = await fast_polling.service.started(hf)
     assert started.deadline == hf.full_deadline
     await checks.reached(1, lambda tick: tick.started)
     tick = next(t for t in checks.ticks if t.started)
-    assert tick.seconds_left > 170 and tick.timeout == pytest.approx(180)
+    assert tick.seconds_left > 170 and tick.timeout == pytest.approx(180) and not tick.idle
     await fast_polling.service.answer(started, ACCEPT)
     assert (await asyncio.wait_for(waiting, 5)).status is Status.ACCEPTED
 

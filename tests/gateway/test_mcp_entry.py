@@ -1,0 +1,29 @@
+"""The way in to ``/mcp`` (``gateway.mcp.entry``): straight to the endpoint, past the body limit, with
+the SDK's host check, while every other method and path still gets the router's answer."""
+
+from __future__ import annotations
+
+import httpx
+
+from gateway.limits import MAX_BODY_BYTES
+from tests.conftest import StartGateway
+from tests.mcp_client import INITIALIZE
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def test_mcp_is_reached_directly_yet_checked_like_every_route(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        opened = await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert opened.status_code == 200 and opened.headers["mcp-session-id"]
+        foreign = await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS | {"Host": "attacker.example"})
+        assert foreign.status_code == 421 and foreign.text == "Invalid Host header"  # the SDK's check
+        too_big = await http.post("/mcp", content=b" " * (MAX_BODY_BYTES + 1), headers=MCP_HEADERS)
+        assert too_big.status_code == 413
+        # Not the MCP methods, or not exactly /mcp: the router answers as before.
+        assert (await http.get("/mcp", headers=MCP_HEADERS)).status_code == 405
+        assert (await http.post("/mcp/", json=INITIALIZE, headers=MCP_HEADERS)).status_code in (307, 404)
+        session = opened.headers["mcp-session-id"]
+        ended = await http.delete("/mcp", headers={"mcp-session-id": session})
+        assert ended.status_code == 200
