@@ -30,6 +30,7 @@ from gateway.core.redis_client import RedisTarget, is_unavailable, sync_redis
 from gateway.openings import start_worker_openings
 from schemas.settings import get_settings
 from workers.loop import close_job_loop
+from workers.preload import preload_clients
 from workers.recovery import Maintenance
 from workers.scheduling import SchedulePoller
 from workers.webhook_sender import WebhookSender, start_webhook_sender
@@ -167,6 +168,7 @@ def _run_once(target: RedisTarget, channels: list[str], *, burst: bool) -> bool:
     maintenance.start()
     schedule = SchedulePoller(sync_redis(target))
     schedule.start()
+    preload_clients(channels)
     logger.info("worker %s on queues %s", worker.name, ", ".join(worker.queue_names()))
     try:
         if burst:
@@ -231,5 +233,6 @@ def start_worker_thread(target: RedisTarget, channels: list[str]) -> WorkerThrea
     schedule = SchedulePoller(sync_redis(target))
     running = WorkerThread(worker, _maintenance(target, worker, channels), schedule, sender)
     running.start()
+    preload_clients(channels)
     logger.info("in-process worker on queues %s", ", ".join(worker.queue_names()))
     return running

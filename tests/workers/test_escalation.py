@@ -112,9 +112,9 @@ async def test_a_step_posts_on_time_and_every_post_shows_the_outcome(
         assert card["body"][0]["text"] == f"<at>{ADA.aad_id}</at>"
         await escalations(client, 1.0)
         lateness = teams.post_calls()[0].at - (request["created_at"] + 1)
-        # The schedule queues the step's job within 0.25 s of its time (docs/escalation.md); the rest
-        # is a worker taking the job and posting, which a loaded 2-core machine stretches past 1 s.
-        assert -0.05 < lateness < 1.5, f"the step posted {lateness:.2f} s after its time"
+        # The schedule queues the step's job within 0.25 s of its time (docs/escalation.md), and the
+        # worker imported the Teams client as it started (workers.preload), so its first post is prompt.
+        assert -0.05 < lateness < 1.0, f"the step posted {lateness:.2f} s after its time"
         assert "Only slack:U0ADA may answer" in str(card_of(activity))
         assert (await client.delete(f"/v1/requests/{request['id']}")).status_code == 200
     await slack.updated(lambda args: args["ts"] == posted["ts"])
