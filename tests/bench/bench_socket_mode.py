@@ -35,22 +35,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis as sync_redis_module
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway.core.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis
 from gateway.core.lease import holders
 from tests.bench.harness import (
-    ROOT,
     BenchError,
     Gateway,
-    gateway_env,
     measure,
+    monitor_commands,
     note,
     print_figures,
-    spawn_gateway,
+    start_serve,
     until,
     wait_ready,
 )
@@ -66,28 +64,12 @@ ACK_LIMIT = 3.0
 
 
 def _start(redis_url: str, work: Path, slack: FakeSlack, name: str, worker: bool) -> Gateway:
-    port = free_port()
-    args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)]
-    args.append("--worker" if worker else "--no-worker")
-    env = gateway_env(redis_url, port, work / f"data-{name}", None) | slack.env("socket")
-    return spawn_gateway(args, port, ROOT, env, work / f"gateway-{name}.log")
+    return start_serve(redis_url, work, name, worker=worker, env=slack.env("socket"))
 
 
 def _monitor(redis_url: str, seconds: float) -> tuple[int, int]:
-    """(commands on lease keys, all commands) Redis ran in ``seconds``, by ``MONITOR``."""
-    client = sync_redis_module.Redis.from_url(redis_url)
-    lease = total = 0
-    deadline = time.monotonic() + seconds
-    with client.monitor() as monitor:  # type: ignore[no-untyped-call]
-        for entry in monitor.listen():
-            if "MONITOR" in entry["command"].upper():
-                continue
-            total += 1
-            lease += "lease" in entry["command"]
-            if time.monotonic() > deadline:
-                break
-    client.close()
-    return lease, total
+    """(commands on lease keys, all commands) Redis ran in ``seconds``."""
+    return monitor_commands(redis_url, seconds, lambda c: "lease" in c)
 
 
 async def _clicks(

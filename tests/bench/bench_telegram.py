@@ -38,21 +38,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis as sync_redis_module
 from redis.asyncio import Redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway.core.embedded import EmbeddedRedis, free_port
+from gateway.core.embedded import EmbeddedRedis
 from gateway.core.lease import holders
 from tests.bench.harness import (
-    ROOT,
     Gateway,
-    gateway_env,
     measure,
+    monitor_commands,
     note,
     print_figures,
-    spawn_gateway,
+    start_serve,
     until,
     wait_ready,
 )
@@ -65,32 +63,14 @@ KEY = "k-bench"
 
 
 def _start(redis_url: str, work: Path, telegram: FakeTelegram, name: str, worker: bool) -> Gateway:
-    port = free_port()
-    args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)]
-    args.append("--worker" if worker else "--no-worker")
-    env = gateway_env(redis_url, port, work / f"data-{name}", None) | telegram.env()
-    env["HUMANGATE_API_KEYS"] = f"bench:{KEY}"
-    env["HUMANGATE_RATE_LIMIT"] = env["HUMANGATE_MAX_PENDING"] = "100000000"  # the key's limits
-    return spawn_gateway(args, port, ROOT, env, work / f"gateway-{name}.log")
+    keys = {"HUMANGATE_API_KEYS": f"bench:{KEY}", "HUMANGATE_RATE_LIMIT": "100000000"}
+    keys["HUMANGATE_MAX_PENDING"] = "100000000"  # the key's limits
+    return start_serve(redis_url, work, name, worker=worker, env=telegram.env() | keys)
 
 
 def _monitor(redis_url: str, seconds: float) -> tuple[int, int]:
-    """(commands on the lease and offset keys, all commands) Redis ran in ``seconds``, by ``MONITOR``
-    (a Lua script's inner commands counted too)."""
-    client = sync_redis_module.Redis.from_url(redis_url)
-    polling = total = 0
-    deadline = time.monotonic() + seconds
-    with client.monitor() as monitor:  # type: ignore[no-untyped-call]
-        for entry in monitor.listen():
-            if time.monotonic() > deadline:
-                break
-            command = entry["command"]
-            if "MONITOR" in command.upper():
-                continue
-            total += 1
-            polling += ":lease:" in command or ":position:" in command
-    client.close()
-    return polling, total
+    """(commands on the lease and offset keys, all commands) Redis ran in ``seconds``."""
+    return monitor_commands(redis_url, seconds, lambda c: ":lease:" in c or ":position:" in c)
 
 
 async def _taps(

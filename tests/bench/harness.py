@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -31,6 +31,7 @@ import mcp_types as types
 import psutil
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from gateway.core.embedded import free_port
@@ -239,26 +240,50 @@ async def wait_ready(gateway: Gateway, name: str) -> None:
             await asyncio.sleep(0.05)  # readiness polling of a child process, bounded
 
 
+def start_serve(
+    redis_url: str,
+    work_dir: Path,
+    name: str,
+    *,
+    worker: bool = True,
+    workers: int = 1,
+    poll_interval: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Gateway:
+    """Spawn ``humangate serve`` on a free port (``env`` on top of ``gateway_env``); the caller waits
+    for it (``wait_ready``) and stops it."""
+    port = free_port()
+    args = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--workers", str(workers)]
+    args.append("--worker" if worker else "--no-worker")
+    full_env = gateway_env(redis_url, port, work_dir / f"data-{name}", poll_interval) | dict(env or {})
+    return spawn_gateway(args, port, ROOT, full_env, work_dir / f"gateway-{name}.log")
+
+
+def monitor_commands(redis_url: str, seconds: float, counted: Callable[[str], bool]) -> tuple[int, int]:
+    """(commands ``counted`` picks, all commands) Redis ran in ``seconds``, by ``MONITOR`` (a Lua
+    script's inner commands counted too)."""
+    client = SyncRedis.from_url(redis_url)
+    picked = total = 0
+    deadline = time.monotonic() + seconds
+    with client.monitor() as monitor:  # type: ignore[no-untyped-call]
+        for entry in monitor.listen():
+            if time.monotonic() > deadline:
+                break
+            command = entry["command"]
+            if "MONITOR" in command.upper():
+                continue
+            total += 1
+            picked += counted(command)
+    client.close()
+    return picked, total
+
+
 @contextlib.asynccontextmanager
 async def running_gateway(
     redis_url: str, work_dir: Path, name: str, poll_interval: float | None = None, workers: int = 1
 ) -> AsyncIterator[Gateway]:
     """A fresh gateway for one part of a benchmark; always stopped on exit."""
-    port = free_port()
-    log = work_dir / f"gateway-{name}.log"
-    args = [
-        sys.executable,
-        "-m",
-        "gateway.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--worker",
-        "--workers",
-        str(workers),
-    ]
-    env = gateway_env(redis_url, port, work_dir / f"data-{name}", poll_interval)
-    gateway = spawn_gateway(args, port, ROOT, env, log)
+    gateway = start_serve(redis_url, work_dir, name, workers=workers, poll_interval=poll_interval)
     try:
         await wait_ready(gateway, name)
         yield gateway
