@@ -25,6 +25,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateway.core import hush
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, text
 from gateway.core.redis_target import RedisTarget
@@ -53,9 +54,9 @@ RECONCILE_CHUNK = 1000
 """Requests whose state one pipelined round trip re-reads."""
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
+def _resolve(future: asyncio.Future[bool], woken: bool) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(woken)
 
 
 class Waiter:
@@ -72,17 +73,18 @@ class Waiter:
         """A person started answering (and the request got its full deadline)."""
         self.escalated: str | None = None
         """Which escalation steps posted (``escalated to teams after 2 minutes``), if any."""
-        self._wake: asyncio.Future[None] | None = None
+        self._wake: asyncio.Future[bool] | None = None
 
-    async def sleep(self, seconds: float) -> None:
-        """Return after ``seconds``, or as soon as the request ends (one timer, no task)."""
+    async def sleep(self, seconds: float) -> bool:
+        """Return after ``seconds``, or as soon as the request ends or changes (one timer, no task).
+        Returns whether it was woken before ``seconds`` passed."""
         if self.ended is not None:
-            return
+            return True
         loop = asyncio.get_running_loop()
         self._wake = loop.create_future()
-        timer = loop.call_later(seconds, _resolve, self._wake)
+        timer = loop.call_later(seconds, _resolve, self._wake, False)
         try:
-            await self._wake
+            return await self._wake
         finally:
             timer.cancel()
             self._wake = None
@@ -94,7 +96,7 @@ class Waiter:
 
     def wake(self) -> None:
         if self._wake is not None:
-            _resolve(self._wake)
+            _resolve(self._wake, True)
 
 
 def _id_tuple(stream_id: str) -> tuple[int, int]:
@@ -135,6 +137,8 @@ class Events:
         """Set while the reader is connected and reading (tests wait for it)."""
         self.stopping = False
         """The process is shutting down: waiting calls end now (their requests stay pending)."""
+        self.hush = hush.PROCESS
+        """Busy while endings are being handed over: progress ticks wait for the quiet."""
 
     def watch(self, hf_id: str, deadline: float, note: str | None = None) -> Waiter:
         """Start waiting on ``hf_id``; pair with ``unwatch`` in a ``finally``."""
@@ -278,6 +282,7 @@ class Events:
                 waiter.wake()  # tell the agent now: the person is answering
 
     def _settle(self, hf_id: str, outcome: bytes) -> None:
+        self.hush.busy()
         self._recent[hf_id] = outcome
         if len(self._recent) > RECENT_LIMIT:
             self._recent.popitem(last=False)

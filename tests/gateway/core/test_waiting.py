@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from gateway.core import hush
 from gateway.core import redis_keys as keys
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.core.embedded import EmbeddedRedis
@@ -31,11 +33,14 @@ class Checks:
 
     def __init__(self) -> None:
         self.ticks: list[Tick] = []
+        self.arrived: list[float] = []
+        """When each tick was reported (``time.monotonic``)."""
         self.changed = asyncio.Condition()
 
     async def __call__(self, tick: Tick) -> None:
         async with self.changed:
             self.ticks.append(tick)
+            self.arrived.append(time.monotonic())
             self.changed.notify_all()
 
     async def reached(self, n: int, where: Callable[[Tick], bool] = lambda tick: True) -> None:
@@ -240,3 +245,44 @@ async def test_an_idle_request_nobody_starts_ends_with_the_short_timeout(fast_po
     )
     outcome = await asyncio.wait_for(waiting_on(fast_polling, hf, Checks()), 5)
     assert outcome.status is Status.EXPIRED and outcome.reason == "Request timed out after 1 second"
+
+
+@pytest.fixture
+async def answered_often(settings: Settings) -> AsyncIterator[Runtime]:
+    """Ticks every 2 s, and room for 200 anonymous requests."""
+    async for runtime in runtime_with(
+        settings, poll_interval=2.0, anonymous_max_pending=200, anonymous_rate_limit=1000
+    ):
+        yield runtime
+
+
+async def test_ticks_due_while_answers_stream_in_wait_for_them_and_keep_their_time(
+    answered_often: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular tick that falls due while this process ends requests waits for the quiet, at most
+    a fifth of the interval (``gateway.core.hush``); the ticks keep their cadence, so the first one
+    after the answers stop comes on time."""
+    runtime, interval = answered_often, answered_often.settings.poll_interval
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)  # first pause: a whole interval
+    hf = await open_one(runtime)
+    others = [await open_one(runtime) for _ in range(150)]
+    checks = Checks()
+    waiting = waiting_on(runtime, hf, checks)
+    await checks.reached(1)
+    assert checks.ticks[0].seconds_left == pytest.approx(180, abs=1)  # the first one never waits
+
+    async def answer_stream() -> None:  # an ending every 30 ms or so, for about 4.5 s
+        for other in others:
+            await runtime.service.answer(other, ACCEPT)
+            await asyncio.sleep(0.03)  # the pace of the answers, not synchronisation
+
+    stream = asyncio.create_task(answer_stream())
+    await checks.reached(3)  # the ticks due 2 and 4 s after the first, while answers stream in
+    await stream
+    await checks.reached(4)  # due 6 s after the first, when the answers have stopped
+    waiting.cancel()
+    late = [checks.arrived[k] - (checks.arrived[0] + k * interval) for k in (1, 2, 3)]
+    longest = hush.longest(interval)
+    assert 0.5 * longest <= late[0] <= longest + 0.25, late
+    assert 0.5 * longest <= late[1] <= longest + 0.25, late
+    assert late[2] < 0.25, late  # quiet again: on its time, not a whole interval after the last
