@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from gateway.core import events as events_module
 from gateway.core import hush
 from gateway.core import redis_keys as keys
 from gateway.core.callers import ANONYMOUS_CALLER
@@ -286,3 +287,55 @@ async def test_ticks_due_while_answers_stream_in_wait_for_them_and_keep_their_ti
     assert 0.5 * longest <= late[0] <= longest + 0.25, late
     assert 0.5 * longest <= late[1] <= longest + 0.25, late
     assert late[2] < 0.25, late  # quiet again: on its time, not a whole interval after the last
+
+
+async def end_behind_the_streams_back(runtime: Runtime, hf: HumanFunction) -> None:
+    """Accept ``hf`` in Redis with no event on the stream: only a re-read of its state can tell."""
+    ended = Outcome(
+        status=Status.ACCEPTED, action=Action.ACCEPT, content={"approved": True}, via="web", at=time.time()
+    )
+    await runtime.redis.hset(
+        keys.human_function(hf.id), mapping={"status": "accepted", "outcome": ended.model_dump_json()}
+    )
+
+
+async def test_the_regular_re_read_waits_for_answers_to_be_handed_over(
+    fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net that re-reads every watched request (every two minutes) yields to answers;
+    past its overdue time it runs anyway."""
+    monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
+    monkeypatch.setattr(events_module, "RECONCILE_OVERDUE", 2.5)
+    hf = await open_one(fast_polling)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    await end_behind_the_streams_back(fast_polling, hf)
+
+    async def answers() -> None:
+        while True:
+            hush.PROCESS.busy()
+            await asyncio.sleep(0.02)  # the pace of the answers, not synchronisation
+
+    began = time.monotonic()
+    busy = asyncio.create_task(answers())
+    try:
+        outcome = await asyncio.wait_for(asyncio.shield(waiting), 10)
+    finally:
+        busy.cancel()
+    took = time.monotonic() - began
+    assert outcome.status is Status.ACCEPTED
+    assert 2.5 <= took <= 4.5, took  # held back by the answers until overdue, then at once
+
+
+async def test_the_regular_re_read_settles_a_missed_ending_once_quiet(
+    fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
+    hf = await open_one(fast_polling)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    await end_behind_the_streams_back(fast_polling, hf)
+    outcome = await asyncio.wait_for(waiting, 3)
+    assert outcome.status is Status.ACCEPTED and outcome.content == {"approved": True}
