@@ -19,6 +19,7 @@ started, an escalation), never wait; nor does a call's deadline.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -36,14 +37,18 @@ def longest(interval: float) -> float:
 
 
 class Hush:
-    """Whether this process is busy with answers right now (``PROCESS``: one per process)."""
+    """Whether this process is busy with answers right now (``PROCESS``: one per process), and
+    the ticks held until it is quiet: one timer for all of them, however many wait."""
 
-    __slots__ = ("_clock", "until")
+    __slots__ = ("_clock", "_held", "_loop", "_timer", "until")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.until = 0.0
         """The clock's time at which the busy spell ends (0: never busy yet)."""
+        self._held: set[Callable[[], None]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def busy(self) -> None:
         """A request ended now (its answer is being handed over)."""
@@ -55,6 +60,29 @@ class Hush:
 
     def now(self) -> float:
         return self._clock()
+
+    def hold(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` once it is quiet (unless ``release``d first)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (tests run one each): the old one's are gone
+            self._loop, self._timer, self._held = loop, None, set()
+        self._held.add(wake)
+        if self._timer is None:
+            self._timer = loop.call_later(self.left(), self._check)
+
+    def release(self, wake: Callable[[], None]) -> None:
+        self._held.discard(wake)
+
+    def _check(self) -> None:
+        left = self.left()
+        if left > 0 and self._held:  # busy again since: look again when this spell ends
+            assert self._loop is not None
+            self._timer = self._loop.call_later(left, self._check)
+            return
+        self._timer = None
+        held, self._held = self._held, set()
+        for wake in held:
+            wake()
 
 
 PROCESS = Hush()

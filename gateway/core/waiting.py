@@ -168,14 +168,15 @@ async def wait_for_end(
 async def after_answers(quiet: hush.Hush, waiter: Waiter, longest: float) -> float:
     """Wait while this process is busy handing answers over, at most ``longest`` seconds (less if
     ``waiter``'s request ends or changes); return the seconds waited."""
+    if waiter.ended is not None or quiet.left() == 0:
+        return 0.0
     began = quiet.now()
-    waited = 0.0
-    while waiter.ended is None:
-        pause = min(quiet.left(), longest - waited)
-        if pause <= 0 or await waiter.sleep(pause):
-            break
-        waited = quiet.now() - began
-    return waited
+    quiet.hold(waiter.wake)  # one timer for every held tick, not one per tick
+    try:
+        await waiter.sleep(longest)
+    finally:
+        quiet.release(waiter.wake)
+    return quiet.now() - began
 
 
 def returned(service: HumanFunctionService, hf_id: str, outcome: Outcome) -> None:

@@ -95,3 +95,16 @@ async def test_an_ending_during_the_wait_ends_it_at_once() -> None:
         waiter.end(Outcome(status=Status.ACCEPTED, action=Action.ACCEPT, via="web", at=time.time()))
         waited = await asyncio.wait_for(waiting, 1)
     assert waited < 0.5
+
+
+async def test_every_held_tick_goes_when_it_is_quiet_and_not_before() -> None:
+    quiet = hush.Hush()
+    waiters = [Waiter(f"hf{n}", None, 0) for n in range(500)]
+    async with answers_streaming(quiet):
+        holding = [asyncio.create_task(after_answers(quiet, w, 5.0)) for w in waiters]
+        await asyncio.sleep(0.3)  # answers keep coming for 0.3 s: all must still be held
+        assert not any(task.done() for task in holding)
+    stopped = time.monotonic()
+    waited = await asyncio.wait_for(asyncio.gather(*holding), 2)
+    assert time.monotonic() - stopped <= hush.HUSH + 0.15
+    assert all(0.3 <= w <= 0.3 + hush.HUSH + 0.15 for w in waited)
