@@ -91,7 +91,7 @@ def create_app(
             try:
                 async with contextlib.AsyncExitStack() as stack:
                     if served:  # the collector's clock, with tune_collector's thresholds
-                        await stack.enter_async_context(paced_collector())
+                        await stack.enter_async_context(paced_collector(hush=runtime.events.hush))
                     await stack.enter_async_context(session_manager.run())
                     await stack.enter_async_context(held_openings(runtime, channel_names()))
                     yield

@@ -21,6 +21,11 @@ at 5,000 waiting calls, 300-500 ms at 10,000 (issue 30, ``tests/bench/bench_answ
 So the served app also collects on a clock (``paced_collector``): the young generation every
 ``YOUNG_EVERY`` seconds, which then holds at most that long's worth of ticks, and the middle one
 when its count reaches its threshold, on the same clock rather than inside a burst.
+
+Answers go first (``gateway.core.hush``): while the process is busy handing answers over, the clock
+skips its collection, at most ``SKIPS_AT_MOST`` times in a row, and never makes the middle one then.
+That one is made a few young collections before CPython's own count would start it, when the
+process is quiet, so that the young collections a burst may trigger on its own do not reach it.
 """
 
 from __future__ import annotations
@@ -30,11 +35,19 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 
+from gateway.core.hush import Hush
+
 THRESHOLDS = (50_000, 100, 10)
 """``gc.set_threshold`` arguments for a gateway process."""
 
 YOUNG_EVERY = 0.5
 """Seconds between two young collections made by ``paced_collector``."""
+
+SKIPS_AT_MOST = 2
+"""Collections the clock skips in a row while answers are being handed over."""
+
+MIDDLE_EARLY = 5
+"""How many young collections before its threshold the clock collects the middle generation."""
 
 
 def tune_collector() -> None:
@@ -42,26 +55,40 @@ def tune_collector() -> None:
     gc.set_threshold(*THRESHOLDS)
 
 
-def collect_now() -> int:
-    """One paced collection: the middle generation when its count has reached its threshold (as
-    CPython's next automatic collection would, inside whatever burst made it), else the young one.
-    Returns the generation collected."""
-    middle_due = gc.get_count()[1] >= gc.get_threshold()[1]
-    generation = 1 if middle_due else 0
+def collect_now(busy: bool = False) -> int | None:
+    """One paced collection: the middle generation when its count is within ``MIDDLE_EARLY`` of its
+    threshold (before CPython's next automatic collection would make it, inside whatever burst),
+    else the young one. ``busy`` (answers are being handed over): never the middle one, which takes
+    0.2-0.7 s with 10,000 waiting calls, and no young one either once the middle is due, since it
+    would push the middle's count over its threshold. Returns the generation collected, if any."""
+    count, threshold = gc.get_count()[1], gc.get_threshold()[1]
+    if busy:
+        if count >= threshold:
+            return None
+        generation = 0
+    else:
+        generation = 1 if count >= threshold - MIDDLE_EARLY else 0
     gc.collect(generation)
     return generation
 
 
-async def _pace(every: float) -> None:
+async def _pace(every: float, hush: Hush | None) -> None:
+    skipped = 0
     while True:
         await asyncio.sleep(every)  # the collector's clock
-        collect_now()
+        busy = hush is not None and hush.left() > 0
+        if busy and skipped < SKIPS_AT_MOST:
+            skipped += 1
+            continue
+        skipped = 0
+        collect_now(busy)
 
 
 @contextlib.asynccontextmanager
-async def paced_collector(every: float = YOUNG_EVERY) -> AsyncIterator[None]:
-    """Collect the young generation every ``every`` seconds while the context is open."""
-    task = asyncio.create_task(_pace(every), name="humangate-collector")
+async def paced_collector(every: float = YOUNG_EVERY, hush: Hush | None = None) -> AsyncIterator[None]:
+    """Collect the young generation every ``every`` seconds while the context is open, skipping
+    (a few times in a row at most) while ``hush`` says answers are being handed over."""
+    task = asyncio.create_task(_pace(every, hush), name="humangate-collector")
     try:
         yield
     finally:

@@ -25,6 +25,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateway.core import hush
 from gateway.core import redis_keys as keys
 from gateway.core.redis_client import COMMAND_TIMEOUT, async_redis, text
 from gateway.core.redis_target import RedisTarget
@@ -49,13 +50,17 @@ RECONCILE_INTERVAL = 120.0
 """Seconds between two re-reads of every watched request's state even when nothing went wrong: a
 safety net that costs at most one command per waiting call per two minutes."""
 
-RECONCILE_CHUNK = 1000
-"""Requests whose state one pipelined round trip re-reads."""
+RECONCILE_CHUNK = 500
+"""Requests whose state one pipelined round trip re-reads (about 10-25 ms of the loop's time)."""
+
+RECONCILE_OVERDUE = 2 * RECONCILE_INTERVAL
+"""The regular re-read yields to answers being handed over (``gateway.core.hush``: at 10,000 waiting
+calls it is about half a second of the loop's time), but not past this many seconds."""
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
+def _resolve(future: asyncio.Future[bool], woken: bool) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(woken)
 
 
 class Waiter:
@@ -72,17 +77,18 @@ class Waiter:
         """A person started answering (and the request got its full deadline)."""
         self.escalated: str | None = None
         """Which escalation steps posted (``escalated to teams after 2 minutes``), if any."""
-        self._wake: asyncio.Future[None] | None = None
+        self._wake: asyncio.Future[bool] | None = None
 
-    async def sleep(self, seconds: float) -> None:
-        """Return after ``seconds``, or as soon as the request ends (one timer, no task)."""
+    async def sleep(self, seconds: float) -> bool:
+        """Return after ``seconds``, or as soon as the request ends or changes (one timer, no task).
+        Returns whether it was woken before ``seconds`` passed."""
         if self.ended is not None:
-            return
+            return True
         loop = asyncio.get_running_loop()
         self._wake = loop.create_future()
-        timer = loop.call_later(seconds, _resolve, self._wake)
+        timer = loop.call_later(seconds, _resolve, self._wake, False)
         try:
-            await self._wake
+            return await self._wake
         finally:
             timer.cancel()
             self._wake = None
@@ -94,7 +100,7 @@ class Waiter:
 
     def wake(self) -> None:
         if self._wake is not None:
-            _resolve(self._wake)
+            _resolve(self._wake, True)
 
 
 def _id_tuple(stream_id: str) -> tuple[int, int]:
@@ -128,6 +134,9 @@ class Events:
         self._position: str | None = None
         self._gap = False
         self._last_reconcile = clock()
+        self._unchecked: list[str] = []
+        """Watched requests the regular re-read has yet to check (it pauses while answers are
+        being handed over)."""
         self._task: asyncio.Task[None] | None = None
         self.available = True
         """Whether the last read of the stream worked (progress messages say so when not)."""
@@ -135,6 +144,8 @@ class Events:
         """Set while the reader is connected and reading (tests wait for it)."""
         self.stopping = False
         """The process is shutting down: waiting calls end now (their requests stay pending)."""
+        self.hush = hush.PROCESS
+        """Busy while endings are being handed over: progress ticks wait for the quiet."""
 
     def watch(self, hf_id: str, deadline: float, note: str | None = None) -> Waiter:
         """Start waiting on ``hf_id``; pair with ``unwatch`` in a ``finally``."""
@@ -194,8 +205,7 @@ class Events:
                     for entry_id, fields in entries:
                         self._position = text(entry_id)
                         self._apply(fields)
-                if self._waiting and self._clock() - self._last_reconcile > RECONCILE_INTERVAL:
-                    await self._reconcile()
+                await self._recheck()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -246,17 +256,32 @@ class Events:
             await self._reconcile()
         self._gap = False
 
+    async def _recheck(self) -> None:
+        """The regular re-read of every watched request (a safety net), a chunk at a time while the
+        process is quiet: it stops when answers come and goes on after them."""
+        since = self._clock() - self._last_reconcile
+        if not self._unchecked and self._waiting and since > RECONCILE_INTERVAL:
+            self._last_reconcile = self._clock()
+            self._unchecked = list(self._waiting)
+            since = 0.0
+        while self._unchecked and (self.hush.left() == 0 or since > RECONCILE_OVERDUE):
+            chunk, self._unchecked = self._unchecked[:RECONCILE_CHUNK], self._unchecked[RECONCILE_CHUNK:]
+            await self._reread(chunk)
+
     async def _reconcile(self) -> None:
-        """Re-read the state of every watched request and settle those that ended."""
+        """Re-read the state of every watched request now and settle those that ended."""
         self._last_reconcile = self._clock()
-        ids = list(self._waiting)
+        ids, self._unchecked = list(self._waiting), []
         for start in range(0, len(ids), RECONCILE_CHUNK):
-            states = await self._store.states(ids[start : start + RECONCILE_CHUNK])
-            for hf_id, (status, outcome, note) in states.items():
-                for waiter in self._waiting.get(hf_id, ()):
-                    waiter.note = note
-                if status is not None and status is not Status.PENDING and outcome is not None:
-                    self._settle(hf_id, outcome.encode())
+            await self._reread(ids[start : start + RECONCILE_CHUNK])
+
+    async def _reread(self, ids: list[str]) -> None:
+        states = await self._store.states(ids)
+        for hf_id, (status, outcome, note) in states.items():
+            for waiter in self._waiting.get(hf_id, ()):
+                waiter.note = note
+            if status is not None and status is not Status.PENDING and outcome is not None:
+                self._settle(hf_id, outcome.encode())
 
     def _apply(self, fields: dict[bytes, bytes]) -> None:
         hf_id = text(fields.get(b"id", b""))
@@ -278,6 +303,7 @@ class Events:
                 waiter.wake()  # tell the agent now: the person is answering
 
     def _settle(self, hf_id: str, outcome: bytes) -> None:
+        self.hush.busy()
         self._recent[hf_id] = outcome
         if len(self._recent) > RECENT_LIMIT:
             self._recent.popitem(last=False)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from channels.display import AGENT_VIA
+from gateway.core import hush
 from gateway.core.escalation import escalation_text
-from gateway.core.events import Events
+from gateway.core.events import Events, Waiter
 from gateway.core.service import HumanFunctionService
 from schemas.errors import ClosedError, StoreUnavailableError, UnknownRequestError
 from schemas.models import HumanFunction, Outcome
@@ -118,9 +119,12 @@ async def wait_for_end(
 ) -> Outcome:
     """Wait until the request ``asked`` ends (answered, expired or withdrawn) and return how it ended.
 
-    Reports a tick at once and then at least every poll interval: the first pause is a random
-    part of the interval (at least half), so calls opened together do not all tick together and
-    the process's work is spread evenly over each interval. Cancelling this coroutine (client
+    Reports a tick at once and then every poll interval: the first pause is a random part of the
+    interval (at least half), so calls opened together do not all tick together and the process's
+    work is spread evenly over each interval. A regular tick that falls due while the process is
+    busy handing answers over waits for them, at most ``hush.longest(interval)``, and the next one
+    keeps its time (``gateway.core.hush``); a change (a person started, an escalation) ticks at
+    once. Cancelling this coroutine (client
     gone) leaves the request pending for a later re-attach, and so does ``GatewayStopping``. The
     caller notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
     """
@@ -148,12 +152,31 @@ async def wait_for_end(
             )
             await on_tick(tick)
             if waiter.ended is None:
-                await waiter.sleep(min(pause, left))
+                woken = await waiter.sleep(min(pause, left))
                 pause = interval
+                remaining = asked.deadline - service.clock()
+                if not woken and remaining > 0:  # a regular tick: answers being handed over go first
+                    waited = await after_answers(events.hush, waiter, min(hush.longest(interval), remaining))
+                    pause = max(0.0, interval - waited)  # the next tick keeps its own time
         outcome = waiter.ended
+        events.hush.busy()  # its result is on its way: other calls' ticks wait a moment more
     finally:
         events.unwatch(waiter)
     return outcome
+
+
+async def after_answers(quiet: hush.Hush, waiter: Waiter, longest: float) -> float:
+    """Wait while this process is busy handing answers over, at most ``longest`` seconds (less if
+    ``waiter``'s request ends or changes); return the seconds waited."""
+    if waiter.ended is not None or quiet.left() == 0:
+        return 0.0
+    began = quiet.now()
+    quiet.hold(waiter.wake)  # one timer for every held tick, not one per tick
+    try:
+        await waiter.sleep(longest)
+    finally:
+        quiet.release(waiter.wake)
+    return quiet.now() - began
 
 
 def returned(service: HumanFunctionService, hf_id: str, outcome: Outcome) -> None:

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import httpx
 import httpx2
+import psutil
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -125,6 +126,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 httpx.AsyncClient(timeout=60) as http,
             ):
                 figures["gateway_pid"] = gateway.process.pid
+                noop_tree = [
+                    c
+                    for c in psutil.Process().children(recursive=True)
+                    if "noop_server.py" in " ".join(c.cmdline())
+                ]
                 await noop.list_tools()
                 await noop_burst(noop, 50)  # warm-up
                 await warm_up(fleet, gateway, http, 50)
@@ -149,9 +155,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     figures["held"] = held
                     figures["rss_mib"] = round(loaded / 2**20, 1)
                     figures["kib_per_waiting_call"] = round((loaded - baseline) / 1024 / max(held, 1), 1)
+                    if args.profile:  # FILE.0: the calls only waiting
+                        os.kill(gateway.process.pid, signal.SIGUSR1)
                     cpu = cpu_seconds(tree)
                     await asyncio.sleep(args.idle)  # measuring the waiting calls' own cost
                     figures["idle_cpu_share"] = round((cpu_seconds(tree) - cpu) / args.idle, 3)
+                    if args.profile:
+                        os.kill(gateway.process.pid, signal.SIGUSR2)
                     for n in range(args.rounds):
                         calls, failures = await open_calls(
                             fleet, gateway, http, args.burst, args.burst, f"burst{n}"
@@ -159,7 +169,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         if failures:
                             raise BenchError(f"round {n}: {len(failures)} burst calls failed to open")
                         await asyncio.sleep(args.settle)  # let the opening's work drain first
+                        noop_cpu = cpu_seconds(noop_tree)
                         noop_seconds = await noop_burst(noop, args.burst)
+                        noop_cpu = cpu_seconds(noop_tree) - noop_cpu
                         await asyncio.sleep(args.settle)
                         if args.profile:
                             os.kill(gateway.process.pid, signal.SIGUSR1)
@@ -171,12 +183,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         if errors:
                             raise BenchError(f"round {n}: {len(errors)} answers failed, first: {errors[0]}")
                         answers, noops = spread(answer_seconds), spread(noop_seconds)
+                        posts = spread([c.post_seconds for c in calls])  # form POST to its 303
                         ratio = round(noops["p99_ms"] / answers["p99_ms"], 2)
                         point = {
                             "answers": answers,
+                            "form_posts": posts,
                             "noop": noops,
                             "ratio_p99": ratio,
                             "gateway_cpu_ms_per_answer": round(cpu_used / args.burst * 1000, 2),
+                            "noop_cpu_ms_per_call": round(noop_cpu / args.burst * 1000, 2),
                             "load_average": [round(x, 2) for x in os.getloadavg()],
                         }
                         figures["rounds"].append(point)
@@ -211,7 +226,8 @@ def parse_args() -> argparse.Namespace:
         "--profile",
         type=Path,
         default=None,
-        help="cProfile the gateway during each answer burst, into FILE.<round> (pstats; profiler/summary.py)",
+        help="cProfile the gateway while the calls only wait (FILE.0) and during each answer burst"
+        " (FILE.<round + 1>; pstats, see profiler/summary.py)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     return parser.parse_args()
@@ -231,12 +247,14 @@ def main() -> int:
         f" {figures['ended_while_waiting']} ended while waiting"
     )
     for n, point in enumerate(figures["rounds"]):
-        a, b = point["answers"], point["noop"]
+        a, b, f = point["answers"], point["noop"], point["form_posts"]
         out(
-            f"round {n}: {args.burst} answers p50 {a['p50_ms']} / p99 {a['p99_ms']} ms;"
+            f"round {n}: {args.burst} answers p50 {a['p50_ms']} / p99 {a['p99_ms']} ms"
+            f" (their form posts p50 {f['p50_ms']} / p99 {f['p99_ms']} ms);"
             f" {args.burst} no-op p50 {b['p50_ms']} / p99 {b['p99_ms']} ms;"
             f" ratio of p99s {point['ratio_p99']} (goal >= 0.8);"
-            f" {point['gateway_cpu_ms_per_answer']} ms gateway CPU/answer;"
+            f" {point['gateway_cpu_ms_per_answer']} ms gateway CPU/answer"
+            f" ({point['noop_cpu_ms_per_call']} ms no-op server CPU/call);"
             f" load {' '.join(str(x) for x in point['load_average'])}"
         )
     out(f"median ratio {figures['ratio_median']}")

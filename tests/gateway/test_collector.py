@@ -1,5 +1,6 @@
 """The gateway's collector schedule (``gateway.collector``): young collections on a clock, and the
-middle one on that clock when it is due, never left to a burst of allocations."""
+middle one on that clock a little before it is due, never left to a burst of allocations; the clock
+skips a beat or two while answers are being handed over."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from gateway.collector import collect_now, paced_collector
+from gateway.collector import MIDDLE_EARLY, SKIPS_AT_MOST, collect_now, paced_collector
+from gateway.core.hush import Hush
 
 
 @contextmanager
@@ -56,14 +58,49 @@ async def test_no_collection_once_the_context_is_closed() -> None:
         gc.set_threshold(*saved)
 
 
-def test_the_middle_generation_is_collected_when_due() -> None:
+def test_the_middle_generation_is_collected_a_little_before_it_is_due() -> None:
     saved = gc.get_threshold()
     try:
-        gc.set_threshold(10**9, 3, saved[2])
+        gc.set_threshold(10**9, MIDDLE_EARLY + 3, saved[2])
         gc.collect(1)  # its count starts at 0
         with collections_seen() as seen:
             generations = [collect_now() for _ in range(4)]
         assert generations == [0, 0, 0, 1]
         assert seen == [0, 0, 0, 1]
+    finally:
+        gc.set_threshold(*saved)
+
+
+async def test_the_clock_skips_while_answers_are_handed_over_but_not_for_long() -> None:
+    saved = gc.get_threshold()
+    gc.set_threshold(10**9, saved[1], saved[2])
+    busy = Hush(lambda: 0.0)  # a clock that stands still: busy for good once marked
+    busy.busy()
+    every = 0.02
+    try:
+        with collections_seen() as seen:
+            began = time.monotonic()
+            async with paced_collector(every=every, hush=busy):
+                deadline = began + 10
+                while seen.count(0) < 3 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.01)  # letting the clock run, bounded by the deadline
+            took = time.monotonic() - began
+        assert seen.count(0) >= 3, seen  # it still collects, after SKIPS_AT_MOST beats each time
+        assert took >= 3 * (SKIPS_AT_MOST + 1) * every
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_no_middle_collection_while_answers_are_handed_over() -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(10**9, MIDDLE_EARLY + 2, saved[2])
+        gc.collect(1)  # its count starts at 0
+        with collections_seen() as seen:
+            busy = [collect_now(busy=True) for _ in range(MIDDLE_EARLY + 4)]
+            quiet = collect_now()
+        # Young ones until the middle's count reaches its threshold, then none, then the middle.
+        assert busy == [0] * (MIDDLE_EARLY + 2) + [None, None]
+        assert quiet == 1 and seen == [0] * (MIDDLE_EARLY + 2) + [1]
     finally:
         gc.set_threshold(*saved)

@@ -4,8 +4,11 @@ the SDK's host check, while every other method and path still gets the router's 
 from __future__ import annotations
 
 import httpx
+from starlette.types import Message, Receive, Scope, Send
 
+from gateway.core import hush
 from gateway.limits import MAX_BODY_BYTES
+from gateway.mcp.entry import McpEntry
 from tests.conftest import StartGateway
 from tests.mcp_client import INITIALIZE
 
@@ -27,3 +30,28 @@ async def test_mcp_is_reached_directly_yet_checked_like_every_route(start_gatewa
         session = opened.headers["mcp-session-id"]
         ended = await http.delete("/mcp", headers={"mcp-session-id": session})
         assert ended.status_code == 200
+
+
+async def test_any_other_post_marks_the_process_busy_with_answers() -> None:
+    reached: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append("app")
+
+    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append("endpoint")
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        pass
+
+    entry = McpEntry(app, endpoint)
+    hush.PROCESS.until = 0.0
+    await entry({"type": "http", "path": "/mcp", "method": "POST"}, receive, send)
+    await entry({"type": "http", "path": "/f/abc", "method": "GET"}, receive, send)
+    assert hush.PROCESS.left() == 0  # an MCP call or a page view is no answer
+    await entry({"type": "http", "path": "/f/abc", "method": "POST"}, receive, send)
+    assert hush.PROCESS.left() > 0  # a form's answer: the waiting calls' ticks wait a moment
+    assert reached == ["endpoint", "app", "app"]

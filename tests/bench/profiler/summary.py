@@ -28,9 +28,11 @@ STEPS = [
     ("    webhook announce", "webhooks.py", "announce"),
     ("    logging (Logger._log)", "__init__.py", "_log"),
     ("  response (RedirectResponse)", "responses.py", "__init__"),
-    ("events reader (wake-up of waiting calls)", "events.py", "_dispatch"),
+    ("events reader (wake-up of waiting calls)", "events.py", "_apply"),
     ("tool result sent (gateway/mcp)", "delivery.py", "__call__"),
-    ("uvicorn access log", "httptools_impl.py", "run_asgi"),
+    ("waiting calls' progress ticks (on_tick)", "asking.py", "on_tick"),
+    ("the collector (gc.collect on its clock)", "collector.py", "collect_now"),
+    ("every HTTP request's own coroutine (run_asgi)", "httptools_impl.py", "run_asgi"),
 ]
 
 

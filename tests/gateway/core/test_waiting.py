@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from gateway.core import events as events_module
+from gateway.core import hush
 from gateway.core import redis_keys as keys
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.core.embedded import EmbeddedRedis
@@ -31,11 +34,14 @@ class Checks:
 
     def __init__(self) -> None:
         self.ticks: list[Tick] = []
+        self.arrived: list[float] = []
+        """When each tick was reported (``time.monotonic``)."""
         self.changed = asyncio.Condition()
 
     async def __call__(self, tick: Tick) -> None:
         async with self.changed:
             self.ticks.append(tick)
+            self.arrived.append(time.monotonic())
             self.changed.notify_all()
 
     async def reached(self, n: int, where: Callable[[Tick], bool] = lambda tick: True) -> None:
@@ -240,3 +246,96 @@ async def test_an_idle_request_nobody_starts_ends_with_the_short_timeout(fast_po
     )
     outcome = await asyncio.wait_for(waiting_on(fast_polling, hf, Checks()), 5)
     assert outcome.status is Status.EXPIRED and outcome.reason == "Request timed out after 1 second"
+
+
+@pytest.fixture
+async def answered_often(settings: Settings) -> AsyncIterator[Runtime]:
+    """Ticks every 2 s, and room for 200 anonymous requests."""
+    async for runtime in runtime_with(
+        settings, poll_interval=2.0, anonymous_max_pending=200, anonymous_rate_limit=1000
+    ):
+        yield runtime
+
+
+async def test_ticks_due_while_answers_stream_in_wait_for_them_and_keep_their_time(
+    answered_often: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular tick that falls due while this process ends requests waits for the quiet, at most
+    a fifth of the interval (``gateway.core.hush``); the ticks keep their cadence, so the first one
+    after the answers stop comes on time."""
+    runtime, interval = answered_often, answered_often.settings.poll_interval
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)  # first pause: a whole interval
+    hf = await open_one(runtime)
+    others = [await open_one(runtime) for _ in range(150)]
+    checks = Checks()
+    waiting = waiting_on(runtime, hf, checks)
+    await checks.reached(1)
+    assert checks.ticks[0].seconds_left == pytest.approx(180, abs=1)  # the first one never waits
+
+    async def answer_stream() -> None:  # an ending every 30 ms or so, for about 4.5 s
+        for other in others:
+            await runtime.service.answer(other, ACCEPT)
+            await asyncio.sleep(0.03)  # the pace of the answers, not synchronisation
+
+    stream = asyncio.create_task(answer_stream())
+    await checks.reached(3)  # the ticks due 2 and 4 s after the first, while answers stream in
+    await stream
+    await checks.reached(4)  # due 6 s after the first, when the answers have stopped
+    waiting.cancel()
+    late = [checks.arrived[k] - (checks.arrived[0] + k * interval) for k in (1, 2, 3)]
+    longest = hush.longest(interval)
+    assert 0.5 * longest <= late[0] <= longest + 0.25, late
+    assert 0.5 * longest <= late[1] <= longest + 0.25, late
+    assert late[2] < 0.25, late  # quiet again: on its time, not a whole interval after the last
+
+
+async def end_behind_the_streams_back(runtime: Runtime, hf: HumanFunction) -> None:
+    """Accept ``hf`` in Redis with no event on the stream: only a re-read of its state can tell."""
+    ended = Outcome(
+        status=Status.ACCEPTED, action=Action.ACCEPT, content={"approved": True}, via="web", at=time.time()
+    )
+    await runtime.redis.hset(
+        keys.human_function(hf.id), mapping={"status": "accepted", "outcome": ended.model_dump_json()}
+    )
+
+
+async def test_the_regular_re_read_waits_for_answers_to_be_handed_over(
+    fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net that re-reads every watched request (every two minutes) yields to answers;
+    past its overdue time it runs anyway."""
+    monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
+    monkeypatch.setattr(events_module, "RECONCILE_OVERDUE", 2.5)
+    hf = await open_one(fast_polling)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    await end_behind_the_streams_back(fast_polling, hf)
+
+    async def answers() -> None:
+        while True:
+            hush.PROCESS.busy()
+            await asyncio.sleep(0.02)  # the pace of the answers, not synchronisation
+
+    began = time.monotonic()
+    busy = asyncio.create_task(answers())
+    try:
+        outcome = await asyncio.wait_for(asyncio.shield(waiting), 10)
+    finally:
+        busy.cancel()
+    took = time.monotonic() - began
+    assert outcome.status is Status.ACCEPTED
+    assert 2.5 <= took <= 4.5, took  # held back by the answers until overdue, then at once
+
+
+async def test_the_regular_re_read_settles_a_missed_ending_once_quiet(
+    fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
+    hf = await open_one(fast_polling)
+    checks = Checks()
+    waiting = waiting_on(fast_polling, hf, checks)
+    await checks.reached(1)
+    await end_behind_the_streams_back(fast_polling, hf)
+    outcome = await asyncio.wait_for(waiting, 3)
+    assert outcome.status is Status.ACCEPTED and outcome.content == {"approved": True}
