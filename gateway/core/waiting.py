@@ -124,9 +124,9 @@ async def wait_for_end(
     work is spread evenly over each interval. A regular tick that falls due while the process is
     busy handing answers over waits for them, at most ``hush.longest(interval)``, and the next one
     keeps its time (``gateway.core.hush``); a change (a person started, an escalation) ticks at
-    once. Cancelling this coroutine (client
-    gone) leaves the request pending for a later re-attach, and so does ``GatewayStopping``. The
-    caller notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
+    once. Cancelling this coroutine (client gone) leaves the request pending for a later
+    re-attach, and so does ``GatewayStopping``. The caller notes the answer ``returned`` once its
+    client received it (``gateway.mcp.delivery``).
     """
     waiter = events.watch(asked.id, asked.deadline, asked.delivery_error)
     waiter.escalated = waiter.escalated or asked.escalated
