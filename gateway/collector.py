@@ -36,6 +36,7 @@ import gc
 from collections.abc import AsyncIterator
 
 from gateway.core.hush import Hush
+from gateway.core.tasks import stop_task
 
 THRESHOLDS = (50_000, 100, 10)
 """``gc.set_threshold`` arguments for a gateway process."""
@@ -92,6 +93,4 @@ async def paced_collector(every: float = YOUNG_EVERY, hush: Hush | None = None) 
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await stop_task(task)

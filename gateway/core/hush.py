@@ -58,9 +58,6 @@ class Hush:
         """Seconds until the quiet (0 when quiet now)."""
         return max(0.0, self.until - self._clock())
 
-    def now(self) -> float:
-        return self._clock()
-
     def hold(self, wake: Callable[[], None]) -> None:
         """Call ``wake`` once it is quiet (unless ``release``d first)."""
         loop = asyncio.get_running_loop()

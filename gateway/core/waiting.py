@@ -10,6 +10,7 @@ timeout result, and the reaper records it once Redis is back.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -124,9 +125,9 @@ async def wait_for_end(
     work is spread evenly over each interval. A regular tick that falls due while the process is
     busy handing answers over waits for them, at most ``hush.longest(interval)``, and the next one
     keeps its time (``gateway.core.hush``); a change (a person started, an escalation) ticks at
-    once. Cancelling this coroutine (client
-    gone) leaves the request pending for a later re-attach, and so does ``GatewayStopping``. The
-    caller notes the answer ``returned`` once its client received it (``gateway.mcp.delivery``).
+    once. Cancelling this coroutine (client gone) leaves the request pending for a later
+    re-attach, and so does ``GatewayStopping``. The caller notes the answer ``returned`` once its
+    client received it (``gateway.mcp.delivery``).
     """
     waiter = events.watch(asked.id, asked.deadline, asked.delivery_error)
     waiter.escalated = waiter.escalated or asked.escalated
@@ -170,13 +171,14 @@ async def after_answers(quiet: hush.Hush, waiter: Waiter, longest: float) -> flo
     ``waiter``'s request ends or changes); return the seconds waited."""
     if waiter.ended is not None or quiet.left() == 0:
         return 0.0
-    began = quiet.now()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     quiet.hold(waiter.wake)  # one timer for every held tick, not one per tick
     try:
         await waiter.sleep(longest)
     finally:
         quiet.release(waiter.wake)
-    return quiet.now() - began
+    return loop.time() - began
 
 
 def returned(service: HumanFunctionService, hf_id: str, outcome: Outcome) -> None:

@@ -31,76 +31,66 @@ def collections_seen() -> Iterator[list[int]]:
         gc.callbacks.remove(callback)
 
 
-async def test_the_young_generation_is_collected_on_the_clock_without_allocations() -> None:
+@contextmanager
+def no_automatic_collection(middle: int | None = None) -> Iterator[None]:
+    """No automatic collection while open (and the middle generation's threshold ``middle``, its
+    count starting at 0); the thresholds are restored after."""
     saved = gc.get_threshold()
-    gc.set_threshold(10**9, saved[1], saved[2])  # no automatic collection can run in this test
+    gc.set_threshold(10**9, saved[1] if middle is None else middle, saved[2])
+    if middle is not None:
+        gc.collect(1)
     try:
-        with collections_seen() as seen:
-            async with paced_collector(every=0.02):
-                deadline = time.monotonic() + 10
-                while seen.count(0) < 3 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.01)  # letting the clock run, bounded by the deadline
-        assert seen.count(0) >= 3, seen
+        yield
     finally:
         gc.set_threshold(*saved)
 
 
+async def until_young_collections(seen: list[int], n: int) -> None:
+    deadline = time.monotonic() + 10
+    while seen.count(0) < n and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # letting the clock run, bounded by the deadline
+
+
+async def test_the_young_generation_is_collected_on_the_clock_without_allocations() -> None:
+    with no_automatic_collection(), collections_seen() as seen:
+        async with paced_collector(every=0.02):
+            await until_young_collections(seen, 3)
+    assert seen.count(0) >= 3, seen
+
+
 async def test_no_collection_once_the_context_is_closed() -> None:
-    saved = gc.get_threshold()
-    gc.set_threshold(10**9, saved[1], saved[2])
-    try:
+    with no_automatic_collection():
         async with paced_collector(every=0.01):
             pass
         with collections_seen() as seen:
             await asyncio.sleep(0.1)  # ten of its periods: none may run
-        assert seen == []
-    finally:
-        gc.set_threshold(*saved)
+    assert seen == []
 
 
 def test_the_middle_generation_is_collected_a_little_before_it_is_due() -> None:
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(10**9, MIDDLE_EARLY + 3, saved[2])
-        gc.collect(1)  # its count starts at 0
-        with collections_seen() as seen:
-            generations = [collect_now() for _ in range(4)]
-        assert generations == [0, 0, 0, 1]
-        assert seen == [0, 0, 0, 1]
-    finally:
-        gc.set_threshold(*saved)
+    with no_automatic_collection(middle=MIDDLE_EARLY + 3), collections_seen() as seen:
+        generations = [collect_now() for _ in range(4)]
+    assert generations == [0, 0, 0, 1]
+    assert seen == [0, 0, 0, 1]
 
 
 async def test_the_clock_skips_while_answers_are_handed_over_but_not_for_long() -> None:
-    saved = gc.get_threshold()
-    gc.set_threshold(10**9, saved[1], saved[2])
     busy = Hush(lambda: 0.0)  # a clock that stands still: busy for good once marked
     busy.busy()
     every = 0.02
-    try:
-        with collections_seen() as seen:
-            began = time.monotonic()
-            async with paced_collector(every=every, hush=busy):
-                deadline = began + 10
-                while seen.count(0) < 3 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.01)  # letting the clock run, bounded by the deadline
-            took = time.monotonic() - began
-        assert seen.count(0) >= 3, seen  # it still collects, after SKIPS_AT_MOST beats each time
-        assert took >= 3 * (SKIPS_AT_MOST + 1) * every
-    finally:
-        gc.set_threshold(*saved)
+    began = time.monotonic()
+    with no_automatic_collection(), collections_seen() as seen:
+        async with paced_collector(every=every, hush=busy):
+            await until_young_collections(seen, 3)
+    took = time.monotonic() - began
+    assert seen.count(0) >= 3, seen  # it still collects, after SKIPS_AT_MOST beats each time
+    assert took >= 3 * (SKIPS_AT_MOST + 1) * every
 
 
 def test_no_middle_collection_while_answers_are_handed_over() -> None:
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(10**9, MIDDLE_EARLY + 2, saved[2])
-        gc.collect(1)  # its count starts at 0
-        with collections_seen() as seen:
-            busy = [collect_now(busy=True) for _ in range(MIDDLE_EARLY + 4)]
-            quiet = collect_now()
-        # Young ones until the middle's count reaches its threshold, then none, then the middle.
-        assert busy == [0] * (MIDDLE_EARLY + 2) + [None, None]
-        assert quiet == 1 and seen == [0] * (MIDDLE_EARLY + 2) + [1]
-    finally:
-        gc.set_threshold(*saved)
+    with no_automatic_collection(middle=MIDDLE_EARLY + 2), collections_seen() as seen:
+        busy = [collect_now(busy=True) for _ in range(MIDDLE_EARLY + 4)]
+        quiet = collect_now()
+    # Young ones until the middle's count reaches its threshold, then none, then the middle.
+    assert busy == [0] * (MIDDLE_EARLY + 2) + [None, None]
+    assert quiet == 1 and seen == [0] * (MIDDLE_EARLY + 2) + [1]

@@ -24,6 +24,7 @@ from gateway.runtime import Runtime, open_runtime
 from schemas.models import Action, Answer, HumanFunction, Outcome, Status
 from schemas.settings import Settings
 from tests.faults import proxy_to
+from tests.gateway.core.busy import StillClock, busy_until_moved
 
 APPROVAL = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 ACCEPT = Answer(action=Action.ACCEPT, content={"approved": True}, by="Ada", via="web")
@@ -249,54 +250,65 @@ async def test_an_idle_request_nobody_starts_ends_with_the_short_timeout(fast_po
 
 
 @pytest.fixture
-async def answered_often(settings: Settings) -> AsyncIterator[Runtime]:
-    """Ticks every 2 s, and room for 200 anonymous requests."""
-    async for runtime in runtime_with(
-        settings, poll_interval=2.0, anonymous_max_pending=200, anonymous_rate_limit=1000
-    ):
+async def every_two_seconds(settings: Settings) -> AsyncIterator[Runtime]:
+    async for runtime in runtime_with(settings, poll_interval=2.0):
         yield runtime
 
 
-async def test_ticks_due_while_answers_stream_in_wait_for_them_and_keep_their_time(
-    answered_often: Runtime, monkeypatch: pytest.MonkeyPatch
+async def test_ticks_due_while_answers_are_handed_over_wait_for_them_and_keep_their_time(
+    every_two_seconds: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A regular tick that falls due while this process ends requests waits for the quiet, at most
-    a fifth of the interval (``gateway.core.hush``); the ticks keep their cadence, so the first one
-    after the answers stop comes on time."""
-    runtime, interval = answered_often, answered_often.settings.poll_interval
+    """A regular tick that falls due while the process is busy with answers waits for the quiet, at
+    most a fifth of the interval (``gateway.core.hush``); the ticks keep their cadence, so the first
+    one after the answers stop comes on time."""
+    runtime, interval = every_two_seconds, every_two_seconds.settings.poll_interval
     monkeypatch.setattr(random, "uniform", lambda low, high: high)  # first pause: a whole interval
+    quiet, clock = busy_until_moved()
+    monkeypatch.setattr(runtime.events, "hush", quiet)
     hf = await open_one(runtime)
-    others = [await open_one(runtime) for _ in range(150)]
     checks = Checks()
     waiting = waiting_on(runtime, hf, checks)
-    await checks.reached(1)
-    assert checks.ticks[0].seconds_left == pytest.approx(180, abs=1)  # the first one never waits
-
-    async def answer_stream() -> None:  # an ending every 30 ms or so, for about 4.5 s
-        for other in others:
-            await runtime.service.answer(other, ACCEPT)
-            await asyncio.sleep(0.03)  # the pace of the answers, not synchronisation
-
-    stream = asyncio.create_task(answer_stream())
-    await checks.reached(3)  # the ticks due 2 and 4 s after the first, while answers stream in
-    await stream
-    await checks.reached(4)  # due 6 s after the first, when the answers have stopped
+    await checks.reached(3)  # the first one at once; those due 2 and 4 s later held
+    clock.move(hush.HUSH)  # the answers are over
+    await checks.reached(4)  # due 6 s after the first
     waiting.cancel()
+    assert checks.ticks[0].seconds_left == pytest.approx(180, abs=1)  # the first one never waits
     late = [checks.arrived[k] - (checks.arrived[0] + k * interval) for k in (1, 2, 3)]
     longest = hush.longest(interval)
-    assert 0.5 * longest <= late[0] <= longest + 0.25, late
-    assert 0.5 * longest <= late[1] <= longest + 0.25, late
+    assert longest <= late[0] <= longest + 0.25, late
+    assert longest <= late[1] <= longest + 0.25, late
     assert late[2] < 0.25, late  # quiet again: on its time, not a whole interval after the last
 
 
-async def end_behind_the_streams_back(runtime: Runtime, hf: HumanFunction) -> None:
-    """Accept ``hf`` in Redis with no event on the stream: only a re-read of its state can tell."""
+async def test_an_ending_the_reader_hears_of_marks_the_process_busy(
+    fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = StillClock()
+    quiet = hush.Hush(clock)
+    monkeypatch.setattr(fast_polling.events, "hush", quiet)
+    hf = await open_one(fast_polling)
+    assert quiet.left() == 0
+    await fast_polling.service.answer(hf, ACCEPT)
+    deadline = time.monotonic() + 5
+    while quiet.left() == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)  # the reader hears of it within a read; bounded by the deadline
+    assert quiet.left() == pytest.approx(hush.HUSH)
+
+
+async def waiting_on_a_missed_ending(runtime: Runtime) -> asyncio.Task[Outcome]:
+    """A call waiting (past its first tick) on a request then accepted in Redis with no event on the
+    stream: only a re-read of its state can tell the call."""
+    hf = await open_one(runtime)
+    checks = Checks()
+    waiting = waiting_on(runtime, hf, checks)
+    await checks.reached(1)
     ended = Outcome(
         status=Status.ACCEPTED, action=Action.ACCEPT, content={"approved": True}, via="web", at=time.time()
     )
     await runtime.redis.hset(
         keys.human_function(hf.id), mapping={"status": "accepted", "outcome": ended.model_dump_json()}
     )
+    return waiting
 
 
 async def test_the_regular_re_read_waits_for_answers_to_be_handed_over(
@@ -306,23 +318,11 @@ async def test_the_regular_re_read_waits_for_answers_to_be_handed_over(
     past its overdue time it runs anyway."""
     monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
     monkeypatch.setattr(events_module, "RECONCILE_OVERDUE", 2.5)
-    hf = await open_one(fast_polling)
-    checks = Checks()
-    waiting = waiting_on(fast_polling, hf, checks)
-    await checks.reached(1)
-    await end_behind_the_streams_back(fast_polling, hf)
-
-    async def answers() -> None:
-        while True:
-            hush.PROCESS.busy()
-            await asyncio.sleep(0.02)  # the pace of the answers, not synchronisation
-
+    quiet, _ = busy_until_moved()
+    monkeypatch.setattr(fast_polling.events, "hush", quiet)
     began = time.monotonic()
-    busy = asyncio.create_task(answers())
-    try:
-        outcome = await asyncio.wait_for(asyncio.shield(waiting), 10)
-    finally:
-        busy.cancel()
+    waiting = await waiting_on_a_missed_ending(fast_polling)
+    outcome = await asyncio.wait_for(waiting, 10)
     took = time.monotonic() - began
     assert outcome.status is Status.ACCEPTED
     assert 2.5 <= took <= 4.5, took  # held back by the answers until overdue, then at once
@@ -332,10 +332,6 @@ async def test_the_regular_re_read_settles_a_missed_ending_once_quiet(
     fast_polling: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(events_module, "RECONCILE_INTERVAL", 0.3)
-    hf = await open_one(fast_polling)
-    checks = Checks()
-    waiting = waiting_on(fast_polling, hf, checks)
-    await checks.reached(1)
-    await end_behind_the_streams_back(fast_polling, hf)
+    waiting = await waiting_on_a_missed_ending(fast_polling)
     outcome = await asyncio.wait_for(waiting, 3)
     assert outcome.status is Status.ACCEPTED and outcome.content == {"approved": True}
