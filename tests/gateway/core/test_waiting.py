@@ -275,9 +275,9 @@ async def test_ticks_due_while_answers_are_handed_over_wait_for_them_and_keep_th
     assert checks.ticks[0].seconds_left == pytest.approx(180, abs=1)  # the first one never waits
     late = [checks.arrived[k] - (checks.arrived[0] + k * interval) for k in (1, 2, 3)]
     longest = hush.longest(interval)
-    assert longest <= late[0] <= longest + 0.25, late
-    assert longest <= late[1] <= longest + 0.25, late
-    assert late[2] < 0.25, late  # quiet again: on its time, not a whole interval after the last
+    assert longest <= late[0] <= longest + 0.35, late
+    assert longest <= late[1] <= longest + 0.35, late  # not 2 x longest: the pause was shortened
+    assert late[2] < longest, late  # quiet again: on its time
 
 
 async def test_an_ending_the_reader_hears_of_marks_the_process_busy(
