@@ -253,6 +253,9 @@ class Channel(Protocol):
     target_setting: str | None
     """The ``Settings`` field that says where requests are posted (a policy's target replaces it
     per request, as ``HumanFunction.target``); ``None`` for a channel that posts nothing."""
+    client_modules: tuple[str, ...]
+    """Modules its client needs that are slow to import, which a worker imports as it starts
+    (``workers.preload``); empty for most."""
 
     def missing_settings(self, settings: Settings) -> list[str]:
         """Names of the environment variables still needed; empty means configured."""

@@ -23,7 +23,8 @@ def client_modules(channels: Iterable[str]) -> list[str]:
     modules: list[str] = []
     for name in channels:
         channel = CHANNELS.get(name)
-        modules.extend(getattr(channel, "client_modules", ()))
+        if channel is not None:
+            modules.extend(channel.client_modules)
     return modules
 
 

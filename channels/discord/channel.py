@@ -43,6 +43,7 @@ class DiscordChannel:
     title = "Discord"
     posts = True
     edits = True
+    client_modules: tuple[str, ...] = ()
     target_setting: str | None = "discord_channel_id"
 
     def endpoints(self) -> list[Endpoint]:

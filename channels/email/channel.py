@@ -94,6 +94,7 @@ class EmailChannel:
     title = "Email"
     posts = True
     edits = False
+    client_modules: tuple[str, ...] = ()
     target_setting: str | None = "email_to"
 
     def missing_settings(self, settings: Settings) -> list[str]:

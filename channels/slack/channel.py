@@ -48,6 +48,7 @@ class SlackChannel:
     title = "Slack"
     posts = True
     edits = True
+    client_modules: tuple[str, ...] = ()
     target_setting: str | None = "slack_channel"
 
     def endpoints(self) -> list[Endpoint]:

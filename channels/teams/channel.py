@@ -44,7 +44,7 @@ class TeamsChannel:
     posts = True
     edits = True
     target_setting: str | None = "teams_conversation"
-    client_modules = ("channels.teams.connector",)
+    client_modules: tuple[str, ...] = ("channels.teams.connector",)
     """Imported by a worker as it starts (``workers.preload``): the Teams SDK's models take about a
     second, which would make the first post of every worker process late."""
 

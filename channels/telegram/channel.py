@@ -42,6 +42,7 @@ class TelegramChannel:
     title = "Telegram"
     posts = True
     edits = True
+    client_modules: tuple[str, ...] = ()
     target_setting: str | None = "telegram_chat_id"
 
     def endpoints(self) -> list[Endpoint]:

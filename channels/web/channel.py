@@ -28,6 +28,7 @@ class WebChannel:
     title = "The web form"
     posts = False
     edits = True
+    client_modules: tuple[str, ...] = ()
     target_setting: str | None = None
 
     def missing_settings(self, settings: Settings) -> list[str]:
