@@ -157,7 +157,11 @@ class Settings(BaseSettings):
     max_properties: int = Field(32, gt=0)
     max_options: int = Field(100, gt=0)
     max_schema_bytes: int = Field(64 * 1024, gt=0)
-    max_message_bytes: int = Field(8 * 1024, gt=0)
+    max_message_bytes: int = Field(32 * 1024, gt=0)
+    """Bytes of one message (UTF-8): a diff worth approving is often longer than 8 KiB."""
+    message_format: Literal["markdown", "plain"] = "markdown"
+    """``markdown``: every text an agent sends a person is rendered natively on each surface
+    (docs/rendering.md); ``plain``: shown literally, as written."""
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(None, validation_alias=_env("SLACK_SIGNING_SECRET"))
