@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 MAX_BODY_BYTES = 256 * 1024
-"""Largest request body of ``/mcp`` and ``/v1`` (a 64 KiB schema and an 8 KiB message fit, escaped)."""
+"""Largest request body of ``/mcp`` and ``/v1`` (a 64 KiB schema and a 32 KiB message fit, escaped)."""
 
 INBOX_LIMITS: Mapping[str, int] = {"/inbox": FORM_BODY_BYTES, "/inbox/": FORM_BODY_BYTES}
 """The operators' inbox posts answers like the web form."""

@@ -10,7 +10,8 @@ One to four questions become one flat schema, two properties per question:
 - ``q<n>_other`` (optional): the person's own answer, titled ``<header>: Other``, written when (and
   only when) they choose Other; the pairs travel beside the schema (``schemas.other_fields``).
 
-The message is the question, or with several one ``header: question`` line each. An accepted answer
+The message (Markdown) is the question, or with several each one after its bold header, each with its
+options and their descriptions as a list. An accepted answer
 reads back as Claude Code's: question -> the chosen label, several labels joined by ", " in option
 order (the person's own answer last), or the person's own answer verbatim.
 """
@@ -177,11 +178,33 @@ def question_schema(questions: list[AskedQuestion]) -> tuple[dict[str, Any], dic
     return {"type": "object", "properties": properties, "required": list(others)}, others
 
 
-def message_of(questions: list[AskedQuestion]) -> str:
-    """The request's message: the question, or one ``header: question`` line per question."""
-    if len(questions) == 1:
-        return questions[0].question
-    return "\n".join(f"{asked.header}: {asked.question}" for asked in questions)
+def message_of(questions: list[AskedQuestion], *, markdown: bool = True) -> str:
+    """The request's message, in Markdown (docs/rendering.md): each question (after its bold header
+    when there are several) and its options as a list, ``**label**: description``, so the
+    descriptions a select's clipped option titles lose are read in full. With ``markdown=False``
+    (``HUMANGATE_MESSAGE_FORMAT=plain``): the question, or one ``header: question`` line per question."""
+    if not markdown:
+        if len(questions) == 1:
+            return questions[0].question
+        return "\n".join(f"{asked.header}: {asked.question}" for asked in questions)
+    parts = []
+    for asked in questions:
+        lead = asked.question if len(questions) == 1 else f"**{_literal(asked.header)}**: {asked.question}"
+        options = "\n".join(
+            f"- **{_literal(label)}**" + (f": {description}" if description else "")
+            for label, description in asked.options
+        )
+        parts.append(f"{lead}\n\n{options}")
+    return "\n\n".join(parts)
+
+
+def _literal(text: str) -> str:
+    """``text`` as written inside Markdown: every ASCII punctuation mark escaped (a header or label
+    is a name, never markup)."""
+    return "".join(f"\\{char}" if char in _PUNCTUATION else char for char in " ".join(text.split()))
+
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
@@ -192,7 +215,7 @@ def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
     questions = parse_questions(args.get("questions"), arguments)
     arguments.raise_any()
     channel = channel_argument(args, settings)
-    message = message_of(questions)
+    message = message_of(questions, markdown=settings.message_format == "markdown")
     schema, others = question_schema(questions)
     if len(message.encode()) > settings.max_message_bytes:
         arguments.add("questions", f"must be at most {settings.max_message_bytes} bytes of text together")

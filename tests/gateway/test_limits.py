@@ -91,15 +91,15 @@ async def test_a_person_who_posts_too_much_gets_a_readable_page(start_gateway: S
 
 
 def big_request() -> dict[str, Any]:
-    """A schema of exactly 64 KiB as compact JSON and a message of exactly 8 KiB (docs/schemas.md#limits)."""
+    """A schema of exactly 64 KiB as compact JSON and a message of exactly 32 KiB (docs/schemas.md#limits)."""
     schema: dict[str, Any] = {"type": "object", "description": "", "properties": APPROVAL["properties"]}
     size = len(json.dumps(schema, separators=(",", ":")).encode())
     schema["description"] = "d" * (64 * 1024 - size)
     assert len(json.dumps(schema, separators=(",", ":")).encode()) == 64 * 1024
-    return {"message": "m" * 8192, "schema": schema, "uiType": "web"}
+    return {"message": "m" * 32768, "schema": schema, "uiType": "web"}
 
 
-async def test_rest_and_mcp_take_a_64_kib_schema_and_an_8_kib_message(start_gateway: StartGateway) -> None:
+async def test_rest_and_mcp_take_a_64_kib_schema_and_a_32_kib_message(start_gateway: StartGateway) -> None:
     gateway = start_gateway()
     request = big_request()
     async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
@@ -107,11 +107,11 @@ async def test_rest_and_mcp_take_a_64_kib_schema_and_an_8_kib_message(start_gate
         assert created.status_code == 201, created.text
         chunked = await client.post(
             "/v1/requests",
-            content=chunks(json.dumps(request | {"message": "chunked " + "m" * 8184}).encode()),
+            content=chunks(json.dumps(request | {"message": "chunked " + "m" * 32760}).encode()),
             headers={"Content-Type": "application/json"},
         )
         assert chunked.status_code == 201, chunked.text
-        call = start_call(gateway.url, request | {"message": "over MCP " + "m" * 8183})
+        call = start_call(gateway.url, request | {"message": "over MCP " + "m" * 32759})
         form = await call.form_url()
         declined = await client.post(form, data={"hg-action": "decline", "hg-reason": "too long"})
         assert declined.status_code == 303

@@ -11,6 +11,8 @@ import pytest
 
 from channels.base import RenderContext
 from channels.discord.modal import form_modal, form_steps
+from channels.document.model import plain_text
+from channels.document.parse import parse
 from channels.registry import CHANNELS
 from channels.slack.blocks import layout_of
 from channels.slack.modal import form_view
@@ -67,7 +69,13 @@ def test_questions_become_a_required_select_with_other_and_an_optional_text_each
     question = parse_arguments({"questions": [FORMAT, SECTIONS], "uiType": "web"}, SETTINGS)
     assert question.channel == "web"
     assert question.message == (
-        "Format: How should I format the output?\nSections: Which sections should I include?"
+        "**Format**: How should I format the output?\n\n"
+        "- **Summary**: Brief overview of key points\n"
+        "- **Detailed**: Full explanation with examples\n\n"
+        "**Sections**: Which sections should I include?\n\n"
+        "- **Introduction**\n"
+        "- **Conclusion**: A closing summary\n"
+        "- **Appendix**: Raw data"
     )
     assert question.schema == {
         "type": "object",
@@ -110,7 +118,36 @@ def test_questions_become_a_required_select_with_other_and_an_optional_text_each
         "required": ["q1", "q2"],
     }
     assert question.other_fields == {"q1": "q1_other", "q2": "q2_other"}
-    assert parse_arguments({"questions": [FORMAT]}, SETTINGS).message == "How should I format the output?"
+    assert parse_arguments({"questions": [FORMAT]}, SETTINGS).message == (
+        "How should I format the output?\n\n"
+        "- **Summary**: Brief overview of key points\n"
+        "- **Detailed**: Full explanation with examples"
+    )
+
+
+def test_the_plain_format_asks_the_questions_as_lines() -> None:
+    plain = Settings(_env_file=None, message_format="plain")
+    question = parse_arguments({"questions": [FORMAT, SECTIONS]}, plain)
+    assert (
+        question.message
+        == "Format: How should I format the output?\nSections: Which sections should I include?"
+    )
+    assert parse_arguments({"questions": [FORMAT]}, plain).message == "How should I format the output?"
+
+
+def test_a_header_or_label_is_a_name_never_markup() -> None:
+    asked = {
+        "question": "Pick *one*",
+        "header": "**H**",
+        "options": [
+            {"label": "[x](https://e.example)", "description": "d"},
+            {"label": "b", "description": ""},
+        ],
+        "multiSelect": False,
+    }
+    message = parse_arguments({"questions": [asked, SECTIONS]}, SETTINGS).message
+    document = parse(message)
+    assert plain_text(document.blocks).startswith("**H**: Pick one\n\n- [x](https://e.example): d\n- b")
 
 
 def test_answers_read_back_in_option_order_with_the_own_answer_verbatim_and_last() -> None:
