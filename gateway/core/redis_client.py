@@ -155,7 +155,7 @@ def async_redis(
             **_common(socket_timeout),
         )
         return Redis.from_pool(pool)
-    sentinel = AsyncSentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
+    sentinel = AsyncSentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call, unused-ignore]
     client: Redis = sentinel.master_for(
         target.master,
         redis_class=Redis,
@@ -174,8 +174,8 @@ def sync_redis(target: RedisTarget | str, *, socket_timeout: float = COMMAND_TIM
     retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), RETRIES)
     if not target.is_sentinel:
         return SyncRedis.from_url(target.url, retry=retry, **_common(socket_timeout))
-    sentinel = Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
-    client: SyncRedis = sentinel.master_for(  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call, unused-ignore]
+    client: SyncRedis = sentinel.master_for(  # type: ignore[no-untyped-call, unused-ignore]
         target.master,
         redis_class=SyncRedis,
         connection_pool_class=_SentinelPool,
@@ -187,7 +187,7 @@ def sync_redis(target: RedisTarget | str, *, socket_timeout: float = COMMAND_TIM
 
 def sentinel_of(target: RedisTarget) -> Sentinel:
     """A synchronous client of the sentinels themselves (``doctor`` asks them about the topology)."""
-    return Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call]
+    return Sentinel(target.sentinel_addresses(), sentinel_kwargs=_sentinel_kwargs(target))  # type: ignore[no-untyped-call, unused-ignore]
 
 
 def is_unavailable(exc: BaseException) -> bool:

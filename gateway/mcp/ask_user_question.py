@@ -24,6 +24,7 @@ from typing import Any
 
 import mcp_types as types
 
+from channels.document.source import escape_markdown
 from gateway.core.waiting import ResultSource
 from gateway.mcp.arguments import UI_TYPE_PROPERTY, Arguments, channel_argument, object_or_none
 from gateway.mcp.call import Question
@@ -189,22 +190,17 @@ def message_of(questions: list[AskedQuestion], *, markdown: bool = True) -> str:
         return "\n".join(f"{asked.header}: {asked.question}" for asked in questions)
     parts = []
     for asked in questions:
-        lead = asked.question if len(questions) == 1 else f"**{_literal(asked.header)}**: {asked.question}"
+        lead = (
+            asked.question
+            if len(questions) == 1
+            else f"**{escape_markdown(asked.header)}**: {asked.question}"
+        )
         options = "\n".join(
-            f"- **{_literal(label)}**" + (f": {description}" if description else "")
+            f"- **{escape_markdown(label)}**" + (f": {description}" if description else "")
             for label, description in asked.options
         )
         parts.append(f"{lead}\n\n{options}")
     return "\n\n".join(parts)
-
-
-def _literal(text: str) -> str:
-    """``text`` as written inside Markdown: every ASCII punctuation mark escaped (a header or label
-    is a name, never markup)."""
-    return "".join(f"\\{char}" if char in _PUNCTUATION else char for char in " ".join(text.split()))
-
-
-_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def parse_arguments(raw: dict[str, Any] | None, settings: Settings) -> Question:
