@@ -4,13 +4,16 @@ importing the flow back)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from gateway.core.callers import Caller
 from gateway.runtime import Runtime
+from schemas.models import Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +39,6 @@ class Question:
     """Seconds to wait unless a person starts answering (then the full timeout)."""
     other_fields: dict[str, str] = field(default_factory=dict)
     """Select property -> its "Other" free-text property (``schemas.other_fields``)."""
+    result_of: Callable[[Outcome, Any], types.CallToolResult] | None = None
+    """How this call's outcome becomes its result, in place of its tool's (a call whose result holds
+    its own arguments: ``approval_prompt`` gives the agent its input back)."""

@@ -108,7 +108,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
             return prepared
         if entry.task_support and task_era(call, params) == "2026":
             return await start_task(call, params.name, prepared, entry.result_of, "2026")
-        return await ask(call, prepared, entry.result_of, params.name)
+        return await ask(call, prepared, prepared.result_of or entry.result_of, params.name)
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

@@ -8,7 +8,14 @@ from typing import Any
 
 import mcp_types as types
 
-from gateway.mcp import answering, ask_user_question, elicit, request_human_input, request_user_input
+from gateway.mcp import (
+    answering,
+    approval_prompt,
+    ask_user_question,
+    elicit,
+    request_human_input,
+    request_user_input,
+)
 from gateway.mcp.asking import ResultOf
 from gateway.mcp.call import Call, Question
 from gateway.mcp.texts import outcome_result, text_result
@@ -61,6 +68,7 @@ TOOLS: dict[str, ToolEntry] = {
         request_human_input.TOOL, asking(request_human_input.parse_arguments), request_human_input.result_of
     ),
     request_user_input.NAME: ToolEntry(request_user_input.TOOL, asking(request_user_input.parse_arguments)),
+    approval_prompt.NAME: ToolEntry(approval_prompt.TOOL, approval_prompt.prepare),
     answering.NAME: ToolEntry(answering.TOOL, answering.answer_request),
 }
 """Every tool by name, in the order ``tools/list`` shows them."""
