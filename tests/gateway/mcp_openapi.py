@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-TOOLS = ["elicit", "ask_user_question", "request_human_input", "request_user_input", "answer_request"]
+TOOLS = [
+    "elicit",
+    "ask_user_question",
+    "request_human_input",
+    "request_user_input",
+    "approval_prompt",
+    "answer_request",
+]
 LEGACY_METHODS = [
     "ping",
     "tools/list",

@@ -61,7 +61,13 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
     }
     # The other tools of docs/tools.md (tests/gateway/mcp/test_*.py), then the form app's, which hosts
     # never show the model.
-    assert list(tools) == ["ask_user_question", "request_human_input", "request_user_input", "answer_request"]
+    assert list(tools) == [
+        "ask_user_question",
+        "request_human_input",
+        "request_user_input",
+        "approval_prompt",
+        "answer_request",
+    ]
     assert tools["answer_request"]["_meta"] == {
         "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}
     }
