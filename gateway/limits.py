@@ -2,7 +2,8 @@
 
 Each path gets its limit from ``BODY_LIMITS`` (platform callbacks and form posts are small: each
 channel's endpoints say theirs, read from ``channels.registry``; the inbox's are here) or
-``MAX_BODY_BYTES`` (``/mcp`` and ``/v1``, which carry a whole schema). A declared
+``MAX_BODY_BYTES`` (``/v1``, which carries a whole schema; ``/mcp`` takes ``MCP_BODY_BYTES``, for a
+permission prompt's input). A declared
 ``Content-Length`` over the limit is refused at once (the server never reads past a declared
 length); a body without one (chunked) is read here up to the limit and refused the moment it passes
 it, so no handler ever holds more than its limit.
@@ -24,6 +25,7 @@ __all__ = [
     "BODY_LIMITS",
     "FORM_BODY_BYTES",
     "MAX_BODY_BYTES",
+    "MCP_BODY_BYTES",
     "WEBHOOK_BODY_BYTES",
     "BodySizeLimit",
     "body_limit",
@@ -32,6 +34,10 @@ __all__ = [
 MAX_BODY_BYTES = 256 * 1024
 """Largest request body of ``/mcp`` and ``/v1`` (a 64 KiB schema and a 32 KiB message fit, escaped)."""
 
+MCP_BODY_BYTES = 1024 * 1024 + 64 * 1024
+"""Largest request body of ``/mcp``: a permission prompt's tool input of 1 MiB (docs/permissions.md)
+fits with its JSON-RPC envelope. ``/v1`` keeps ``MAX_BODY_BYTES``."""
+
 INBOX_LIMITS: Mapping[str, int] = {"/inbox": FORM_BODY_BYTES, "/inbox/": FORM_BODY_BYTES}
 """The operators' inbox posts answers like the web form."""
 
@@ -39,7 +45,7 @@ INBOX_LIMITS: Mapping[str, int] = {"/inbox": FORM_BODY_BYTES, "/inbox/": FORM_BO
 def current_limits() -> dict[str, int]:
     """Body limit per path: every registered channel's endpoints, then the inbox's. A key ending in
     ``/`` covers every path under it; a new channel's endpoints bring their own."""
-    return {**body_limits(), **INBOX_LIMITS}
+    return {**body_limits(), **INBOX_LIMITS, "/mcp": MCP_BODY_BYTES}
 
 
 BODY_LIMITS: Mapping[str, int] = current_limits()

@@ -25,3 +25,13 @@ def fenced(text: str, language: str = "") -> str:
     fence = "`" * max(3, longest + 1)
     word = re.sub(r"[^\w+.-]", "", language)[:32]
     return f"{fence}{word}\n{text}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """``text`` as inline code shown as written, on one line: delimited by more backticks than any
+    run inside (and padded when it starts or ends with one)."""
+    flat = " ".join(text.split("\n"))
+    longest = max((len(run) for run in _BACKTICKS.findall(flat)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat.strip() else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"

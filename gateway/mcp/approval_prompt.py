@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from gateway.core.waiting import ResultSource
@@ -36,6 +38,9 @@ NAME = "approval_prompt"
 
 MAX_INPUT_BYTES = 1024 * 1024
 """Largest ``input`` accepted, as compact UTF-8 JSON (the ``/mcp`` body limit is this too)."""
+
+LARGE_INPUT_BYTES = 64 * 1024
+"""An input larger than this is described off the event loop."""
 
 MAX_TOOL_NAME = 256
 """Longest ``tool_name``."""
@@ -124,7 +129,10 @@ async def prepare(call: Call, raw: dict[str, Any] | None) -> Question | types.Ca
         return _questions(call_input, settings.max_message_bytes, settings)
     rule = session_rule(tool, call_input)
     title = None if rule is None else session_title(rule)
-    message = describe_call(call.caller.name, tool, call_input, settings.max_message_bytes)
+    describe = partial(describe_call, call.caller.name, tool, call_input, settings.max_message_bytes)
+    # A large input (up to 1 MiB) is read in a thread: diffing and masking it takes tens of ms.
+    large = len(_compact(call_input)) > LARGE_INPUT_BYTES
+    message = await anyio.to_thread.run_sync(describe) if large else describe()
     return Question(None, message, decision_schema(title), result_of=_result_of(tool, call_input, rule))
 
 

@@ -17,7 +17,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway.core.callers import ANONYMOUS_CALLER, CALLER_STATE_KEY, Caller
 from gateway.hosts import allowed_hosts, allowed_origins
-from gateway.limits import MAX_BODY_BYTES
+from gateway.limits import MCP_BODY_BYTES
 from gateway.mcp import app
 from gateway.mcp.asking import ResultOf, ask
 from gateway.mcp.bodies import arguments_of
@@ -154,7 +154,7 @@ def build_mcp(get_runtime: RuntimeGetter, settings: Settings) -> SharedSessionMa
             allowed_hosts=allowed_hosts(settings),
             allowed_origins=allowed_origins(settings),
         ),
-        max_request_body_size=MAX_BODY_BYTES,
+        max_request_body_size=MCP_BODY_BYTES,
         session_idle_timeout=LOCAL_IDLE_TIMEOUT,
         max_sessions=MAX_SESSIONS,
     )

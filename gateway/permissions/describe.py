@@ -23,6 +23,12 @@ from gateway.permissions.secrets import mask
 WRITE_PREVIEW_LINES = 40
 """Lines of a new file (``Write``) shown."""
 
+MAX_DIFF_LINES = 2000
+"""Lines of an edit's old and new text compared (difflib's time grows with their product)."""
+
+MAX_LINE_CHARS = 4000
+"""A longer line of a call too large for one message is shown cut."""
+
 RESERVED_BYTES = 1024
 """Room kept for the message's own words when a call's code is cut to fit the message limit."""
 
@@ -42,7 +48,10 @@ def describe_call(caller: str, tool: str, call_input: Mapping[str, Any], max_byt
     else:
         lead = f"**{escape_markdown(caller)}** wants to use **{escape_markdown(tool)}**"
         parts = [lead, *_DESCRIBE.get(tool, _json_parts)(call_input)]
-    return _fit(mask("\n\n".join(part for part in parts if part)), max_bytes)
+    # Cut before masking too: the masks' patterns then run over at most twice the message, never
+    # over a whole mebibyte of input on the event loop.
+    text = _fit("\n\n".join(part for part in parts if part), 2 * max_bytes)
+    return _fit(mask(text), max_bytes)
 
 
 def mcp_parts(tool: str) -> tuple[str | None, str | None]:
@@ -87,13 +96,19 @@ def _edit(call_input: Mapping[str, Any]) -> list[str]:
 
 
 def _diff(path: str, old: str, new: str) -> str:
-    lines = difflib.unified_diff(
-        old.split("\n"),
-        new.split("\n"),
-        fromfile=f"a/{path.lstrip('/')}",
-        tofile=f"b/{path.lstrip('/')}",
-        lineterm="",
+    before, after = old.split("\n"), new.split("\n")
+    name = path.lstrip("/")
+    lines = list(
+        difflib.unified_diff(
+            before[:MAX_DIFF_LINES],
+            after[:MAX_DIFF_LINES],
+            fromfile=f"a/{name}",
+            tofile=f"b/{name}",
+            lineterm="",
+        )
     )
+    if len(before) > MAX_DIFF_LINES or len(after) > MAX_DIFF_LINES:
+        lines.append(f"(compared the first {MAX_DIFF_LINES} lines of {len(before)} and {len(after)})")
     return "\n".join(lines) or "(no change)"
 
 
@@ -181,7 +196,10 @@ def _fit(message: str, max_bytes: int) -> str:
     cut inside a code block closes the block)."""
     if len(message.encode()) <= max_bytes:
         return message
-    lines = message.split("\n")
+    lines = [
+        line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "\u2026"
+        for line in message.split("\n")
+    ]
     kept: list[str] = []
     used = 0
     fence = ""

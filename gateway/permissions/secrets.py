@@ -28,10 +28,10 @@ _KEEP_PREFIX: tuple[re.Pattern[str], ...] = tuple(
         r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
         r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{8,}",  # Authorization: Bearer ...
         r"(?i)\b(basic\s+)[A-Za-z0-9+/=]{8,}",
-        r"([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)",  # a password in a URL
+        r"(?i)(\b[a-z][a-z0-9+.-]{0,15}://[^/\s:@]{1,256}:)[^@\s/]{1,256}(?=@)",  # a password in a URL
         # password=..., API_KEY: ..., "secret": "..." (a value not masked already)
         r"(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)"
-        r"[\w-]*[\"']?\s*[=:]\s*[\"']?)(?![^\s\"']*\u2022)[^\s\"'&;,]{4,}",
+        r"[\w-]{0,32}[\"']?[ \t]{0,8}[=:][ \t]{0,8}[\"']?)(?![^\s\"']{0,64}\u2022)[^\s\"'&;,]{4,}",
         # --password value, --token=value
         r"(?i)(--?(?:password|passwd|token|secret|api[_-]?key|auth[_-]?token)(?:\s+|=))(?!\u2022)[^\s\"']{4,}",
     )

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway.core import redis_keys as keys
 from gateway.core.embedded import EmbeddedRedis, free_port
-from gateway.limits import MAX_BODY_BYTES, WEBHOOK_BODY_BYTES
+from gateway.limits import MAX_BODY_BYTES, MCP_BODY_BYTES, WEBHOOK_BODY_BYTES
 from tests.bench.harness import (
     ROOT,
     BenchError,
@@ -204,8 +204,8 @@ async def bodies_part(opts: argparse.Namespace, redis_url: str, work_dir: Path) 
                 return (await teams_activities.send(url, teams, body, token=token)).status_code
 
             routes = {
-                "/mcp 2025-11-25": MAX_BODY_BYTES,
-                "/mcp 2026-07-28": MAX_BODY_BYTES,
+                "/mcp 2025-11-25": MCP_BODY_BYTES,
+                "/mcp 2026-07-28": MCP_BODY_BYTES,
                 "/v1/requests": MAX_BODY_BYTES,
                 "/slack/events": WEBHOOK_BODY_BYTES,
                 "/discord/interactions": WEBHOOK_BODY_BYTES,

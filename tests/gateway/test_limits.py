@@ -10,7 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.limits import BODY_LIMITS, FORM_BODY_BYTES, MAX_BODY_BYTES, WEBHOOK_BODY_BYTES, body_limit
+from gateway.limits import (
+    BODY_LIMITS,
+    FORM_BODY_BYTES,
+    MAX_BODY_BYTES,
+    MCP_BODY_BYTES,
+    WEBHOOK_BODY_BYTES,
+    body_limit,
+)
 from tests.conftest import StartGateway
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
@@ -27,7 +34,8 @@ def test_each_webhook_and_the_form_have_their_line_in_the_table() -> None:
     assert body_limit("/discord/interactions") == WEBHOOK_BODY_BYTES
     assert body_limit("/teams/messages") == WEBHOOK_BODY_BYTES
     assert body_limit("/f/0123456789abcdef.secret") == FORM_BODY_BYTES == 64 * 1024
-    assert body_limit("/mcp") == body_limit("/v1/requests") == MAX_BODY_BYTES
+    assert body_limit("/v1/requests") == MAX_BODY_BYTES
+    assert body_limit("/mcp") == MCP_BODY_BYTES > 1024 * 1024
     assert body_limit("/slack/events/more") == MAX_BODY_BYTES  # exact paths are exact
     assert body_limit("/new/hook", {**BODY_LIMITS, "/new/hook": 10}) == 10  # one line adds a webhook
 
@@ -122,7 +130,8 @@ async def test_rest_and_mcp_take_a_64_kib_schema_and_a_32_kib_message(start_gate
 async def test_rest_and_mcp_refuse_more_than_their_limit(start_gateway: StartGateway, path: str) -> None:
     gateway = start_gateway()
     async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
-        over = b"{" + b" " * MAX_BODY_BYTES + b"}"
+        limit = MCP_BODY_BYTES if path == "/mcp" else MAX_BODY_BYTES
+        over = b"{" + b" " * limit + b"}"
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        assert_too_large(await client.post(path, content=over, headers=headers), MAX_BODY_BYTES)
-        assert_too_large(await client.post(path, content=chunks(over), headers=headers), MAX_BODY_BYTES)
+        assert_too_large(await client.post(path, content=over, headers=headers), limit)
+        assert_too_large(await client.post(path, content=chunks(over), headers=headers), limit)

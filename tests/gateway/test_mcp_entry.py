@@ -7,7 +7,7 @@ import httpx
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway.core import hush
-from gateway.limits import MAX_BODY_BYTES
+from gateway.limits import MCP_BODY_BYTES
 from gateway.mcp.entry import McpEntry
 from tests.conftest import StartGateway
 from tests.mcp_client import INITIALIZE
@@ -22,7 +22,7 @@ async def test_mcp_is_reached_directly_yet_checked_like_every_route(start_gatewa
         assert opened.status_code == 200 and opened.headers["mcp-session-id"]
         foreign = await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS | {"Host": "attacker.example"})
         assert foreign.status_code == 421 and foreign.text == "Invalid Host header"  # the SDK's check
-        too_big = await http.post("/mcp", content=b" " * (MAX_BODY_BYTES + 1), headers=MCP_HEADERS)
+        too_big = await http.post("/mcp", content=b" " * (MCP_BODY_BYTES + 1), headers=MCP_HEADERS)
         assert too_big.status_code == 413
         # Not the MCP methods, or not exactly /mcp: the router answers as before.
         assert (await http.get("/mcp", headers=MCP_HEADERS)).status_code == 405

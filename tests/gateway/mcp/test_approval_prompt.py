@@ -126,3 +126,21 @@ async def test_bad_arguments_name_the_argument(start_gateway: StartGateway) -> N
         and "tool_name: must not be empty" in text_of(wrong)
         and "input: must be an object" in text_of(wrong)
     )
+
+
+async def test_an_input_of_a_mebibyte_is_accepted_and_more_refused(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    # 1000 KiB: the official Python client reads server-sent events of at most 1 MiB, and the result
+    # carries the input back.
+    content = "x" * (1000 * 1024)
+    write = {"tool_name": "Write", "input": {"file_path": "/r/big.txt", "content": content}}
+    call = start_call(gateway.url, write, tool="approval_prompt")
+    form = await call.form_url()
+    assert (await post_form(form, {"hg-action": "accept", "f.decision": "allow"})).status_code == 303
+    assert decision(await call.result())["updatedInput"]["content"] == content
+    over = {"tool_name": "Write", "input": {"file_path": "/r/big.txt", "content": content + "y" * 25 * 1024}}
+    refused = await call_elicit(gateway.url, over, tool="approval_prompt")
+    assert (
+        refused.is_error
+        and text_of(refused) == "Invalid arguments: input: must be at most 1048576 bytes as JSON"
+    )
