@@ -105,7 +105,7 @@ def inline(runs: Runs, *, line_start: bool = True, label: bool = False) -> str:
     are a link's label, where no address may become a link of its own)."""
     pieces: list[str] = []
     at_start = line_start
-    for href, group in groupby(runs, key=lambda run: run.href):
+    for href, group in groupby(merged(runs), key=lambda run: run.href):
         words = tuple(replace(run, href=None) for run in group)
         if href is None or href.lower().startswith("mailto:"):
             for run in words:
@@ -120,6 +120,22 @@ def inline(runs: Runs, *, line_start: bool = True, label: bool = False) -> str:
             _append(pieces, f"[{inner}](<{_quoted(href)}>)")
         at_start = False
     return "".join(pieces)
+
+
+def merged(runs: Runs) -> list[Run]:
+    """``runs`` with neighbours of the same style joined (a cut line comes back word by word)."""
+    out: list[Run] = []
+    for key, group in groupby(runs, key=_merge_key):
+        texts = [run.text for run in group]
+        if key[0]:
+            out.extend(Run("\n") for _ in texts)
+        else:
+            out.append(Run("".join(texts), *key[1:]))
+    return out
+
+
+def _merge_key(run: Run) -> tuple[bool, bool, bool, bool, bool, str | None]:
+    return (run.text == "\n", run.bold, run.italic, run.strike, run.code, run.href)
 
 
 def code_span(text: str) -> str:

@@ -16,6 +16,7 @@ a "Read the whole request" link to the web form says where the rest is.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import groupby
 from typing import Any
 
 from channels.document.fit import READ_MORE, fit
@@ -28,6 +29,7 @@ from channels.document.model import (
     Paragraph,
     Quote,
     Rule,
+    Run,
     Runs,
     Table,
     plain_block,
@@ -99,7 +101,7 @@ def elements(block: Block) -> list[Element]:
 def inline(runs: Runs, *, bold: bool = False) -> list[Element]:
     """Styled ``text`` and ``link`` elements of some runs (``bold`` for a heading's)."""
     out: list[Element] = []
-    for run in runs:
+    for run in merged(runs):
         style = {
             name: True
             for name, on in (
@@ -116,6 +118,22 @@ def inline(runs: Runs, *, bold: bool = False) -> list[Element]:
         elif run.text:
             out.append(_text(run.text, **style))
     return out or [_text(" ")]
+
+
+def merged(runs: Runs) -> list[Run]:
+    """``runs`` with neighbours of the same style joined (a cut line comes back word by word)."""
+    out: list[Run] = []
+    for key, group in groupby(runs, key=_merge_key):
+        texts = [run.text for run in group]
+        if key[0]:
+            out.extend(Run("\n") for _ in texts)
+        else:
+            out.append(Run("".join(texts), *key[1:]))
+    return out
+
+
+def _merge_key(run: Run) -> tuple[bool, bool, bool, bool, bool, str | None]:
+    return (run.text == "\n", run.bold, run.italic, run.strike, run.code, run.href)
 
 
 def table_text(table: Table) -> str:
