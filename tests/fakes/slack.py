@@ -10,8 +10,8 @@ request is recorded by ``tests.fakes.server.FakeServer``. ``response_url`` repli
 from __future__ import annotations
 
 import copy
-import json
 import itertools
+import json
 import threading
 import time
 from collections.abc import Iterator
