@@ -1,8 +1,10 @@
 """The embed of a Human Function's Discord message, pending or ended, within Discord's embed limits.
 
-Pending: the agent's message (escaped), who asks, the deadline as a Discord timestamp, and for forms
-what each field takes. Ended: the same request with one line saying how it ended, by whom and when
-(``channels.display.outcome_summary``), the answered values, and no components left to click.
+Pending: the agent's message (rendered from its Markdown by ``channels.discord.markdown``, cut to
+what the embed holds with a "Read the whole request" link to the web form), who asks, the deadline
+as a Discord timestamp, and for forms what each field takes. Ended: the same request with one line
+saying how it ended, by whom and when (``channels.display.outcome_summary``), the answered values,
+and no components left to click.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import discord
 from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.discord.components import layout_of, message_payload, pending_view, timestamp
+from channels.discord.markdown import description as message_markdown
+from channels.discord.markdown import length
 from channels.discord.text import escape, field_hint
 from channels.display import answered_values, approval_field, clip, field_label, outcome_summary
+from channels.document import document_of
 from channels.mentions import discord_mentions
 from schemas.models import HumanFunction, Status
 
@@ -32,6 +37,9 @@ MAX_FIELDS = 25
 
 MIN_DESCRIPTION = 600
 """Characters of the agent's message kept however many fields there are: fields give way first."""
+
+MAX_ABOUT = 1000
+"""Characters of the schema's description shown under the message."""
 
 MAX_HINT = 300
 """Characters of a field's hint shown in a pending message (its modal shows the field itself)."""
@@ -99,16 +107,12 @@ def build_embed(hf: HumanFunction, ctx: RenderContext) -> discord.Embed:
     title = clip(escape(title), MAX_TITLE)
     used = len(title) + len(footer) + sum(len(name) + len(value) for name, value, _ in fixed)
     fields = _fit(fixed, optional, used, more)
-    used = len(title) + len(footer) + sum(len(name) + len(value) for name, value, _ in fields)
-    description = escape(hf.message)
+    used = length(title) + length(footer) + sum(length(name) + length(value) for name, value, _ in fields)
     about = schema.get("description")
-    if isinstance(about, str) and about.strip():
-        description += "\n\n" + escape(about)
-    embed = discord.Embed(
-        title=title,
-        description=clip(description, min(MAX_DESCRIPTION, EMBED_TOTAL - used)),
-        colour=COLOURS[hf.status],
-    )
+    about_text = "\n\n" + clip(escape(about), MAX_ABOUT) if isinstance(about, str) and about.strip() else ""
+    budget = min(MAX_DESCRIPTION, EMBED_TOTAL - used) - length(about_text)
+    message, _ = message_markdown(document_of(hf.message), budget, ctx.form_url)
+    embed = discord.Embed(title=title, description=message + about_text, colour=COLOURS[hf.status])
     for name, value, inline in fields:
         embed.add_field(name=name, value=value, inline=inline)
     embed.set_footer(text=footer)

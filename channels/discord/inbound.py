@@ -39,6 +39,7 @@ from channels.discord.interaction import (
     person,
 )
 from channels.discord.modal import form_modal, form_steps, reason_modal, step_of, submitted_values
+from channels.discord.rest import NO_MENTIONS, quiet_response
 from channels.discord.text import escape
 from channels.display import field_label, outcome_summary, sentence_case
 from schemas.errors import (
@@ -77,7 +78,7 @@ async def interactions(request: Request, inbound: Inbound, desk: Desk) -> Respon
         if not await desk.first_delivery(signature, 2 * SIGNATURE_MAX_AGE):
             logger.info("replayed interaction not applied again channel=discord")
             return JSONResponse(note("This interaction was already handled."))
-    return JSONResponse(await respond(desk, interaction))
+    return JSONResponse(quiet_response(await respond(desk, interaction)))
 
 
 def _interaction(body: bytes) -> dict[str, Any] | None:
@@ -178,7 +179,8 @@ async def _answer(
         # A modal opened from one of our ephemeral notes: that note is what gets updated.
         summary = outcome_summary(ended)
         text = f"Your answer was recorded: {escape(summary.sentence())}." if summary else "Recorded."
-        return {"type": UPDATE_MESSAGE, "data": {"content": text, "components": [], "embeds": []}}
+        data = {"content": text, "components": [], "embeds": [], "allowed_mentions": NO_MENTIONS}
+        return {"type": UPDATE_MESSAGE, "data": data}
     ctx = RenderContext(form_url=desk.form_url(ended), now=desk.now())
     return {"type": UPDATE_MESSAGE, "data": render_message(ended, ctx)}
 

@@ -64,6 +64,27 @@ def _redact(text: str) -> str:
 logging.getLogger("discord.http").addFilter(_RedactWebhookTokens())
 
 
+NO_MENTIONS: dict[str, Any] = {"parse": []}
+"""``allowed_mentions`` of every message humangate sends: nothing in its text notifies anyone; a
+step's mentions name their users and roles explicitly (``channels.mentions.discord_mentions``)."""
+
+MESSAGE_RESPONSES = frozenset({4, 7})
+"""Interaction response types whose ``data`` is a message (channel message, update message)."""
+
+
+def quiet(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with ``allowed_mentions`` set (``NO_MENTIONS`` unless it names its own)."""
+    return message if "allowed_mentions" in message else {**message, "allowed_mentions": NO_MENTIONS}
+
+
+def quiet_response(response: dict[str, Any]) -> dict[str, Any]:
+    """An interaction response whose message (if it carries one) has ``allowed_mentions`` set."""
+    data = response.get("data")
+    if response.get("type") in MESSAGE_RESPONSES and isinstance(data, dict):
+        return {**response, "data": quiet(data)}
+    return response
+
+
 class RebasedClient(HTTPClient):
     """discord.py's HTTP client sending every route to ``base_url`` instead of ``Route.BASE``, and
     opening the Gateway at the URL that base's ``GET /gateway/bot`` names instead of discord.py's
@@ -135,7 +156,7 @@ class DiscordRest:
     async def post(self, channel_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Create a message (with its ``nonce`` and ``enforce_nonce``, Discord returns an earlier one)."""
         await self.me()
-        params = MultipartParameters(payload=payload, multipart=None, files=None)
+        params = MultipartParameters(payload=quiet(payload), multipart=None, files=None)
         return dict(
             await self._call(
                 f"posting in channel {channel_id}",
@@ -146,7 +167,7 @@ class DiscordRest:
 
     async def edit(self, channel_id: str, message_id: str, payload: dict[str, Any]) -> None:
         await self.me()
-        params = MultipartParameters(payload=payload, multipart=None, files=None)
+        params = MultipartParameters(payload=quiet(payload), multipart=None, files=None)
         await self._call(
             f"editing message {message_id} in channel {channel_id}",
             self._http.edit_message(channel_id, message_id, params=params),
@@ -169,7 +190,9 @@ class DiscordRest:
         route = Route(
             "POST", "/webhooks/{webhook_id}/{webhook_token}", webhook_id=application_id, webhook_token=token
         )
-        await self._webhook("sending a follow-up message", token, self._http.request(route, json=payload))
+        await self._webhook(
+            "sending a follow-up message", token, self._http.request(route, json=quiet(payload))
+        )
 
     async def edit_original(self, application_id: str, token: str, payload: dict[str, Any]) -> None:
         """Edit the message an interaction was deferred on."""
@@ -180,7 +203,9 @@ class DiscordRest:
             webhook_id=application_id,
             webhook_token=token,
         )
-        await self._webhook("editing the original message", token, self._http.request(route, json=payload))
+        await self._webhook(
+            "editing the original message", token, self._http.request(route, json=quiet(payload))
+        )
 
     async def callback(self, interaction_id: str, token: str, payload: dict[str, Any]) -> None:
         """Answer an interaction read from the Gateway (what an HTTP interaction's response body
@@ -192,7 +217,8 @@ class DiscordRest:
             interaction_id=interaction_id,
             interaction_token=token,
         )
-        await self._webhook("answering an interaction", token, self._http.request(route, json=payload))
+        request = self._http.request(route, json=quiet_response(payload))
+        await self._webhook("answering an interaction", token, request)
 
     async def _webhook(self, what: str, token: str, request: Any) -> None:
         _live_tokens.add(token)

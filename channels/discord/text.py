@@ -2,8 +2,12 @@
 
 Discord renders markdown in message content and embeds (not in button, select or modal labels), and
 turns ``@everyone``, ``<@id>``, ``<#id>``, ``<t:...>`` and masked links into live elements. Agent and
-person text shown in markdown goes through ``escape``, which reuses discord.py's escaping and also
-breaks every ``<...>`` token; ``allowed_mentions`` (set on every message) is the second guard.
+person text shown in markdown goes through ``escape``: every markdown character gets its backslash
+(each one: discord.py's ``escape_markdown`` escapes only the first ``[`` of a run of masked links,
+so a second ``[label](https://elsewhere)`` stayed live), a line's list, quote or heading marker too,
+mentions are broken with a zero-width space, and a bare web address becomes an ``<address>`` link
+(shown as written, nothing inside it parsed). ``allowed_mentions`` (on every message) is the second
+guard.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from discord.utils import escape_markdown, escape_mentions
+from discord.utils import escape_mentions
 
 from channels.display import (
     count_words,
@@ -52,10 +56,46 @@ FORMAT_EXAMPLES = {
 ZERO_WIDTH_SPACE = "\u200b"
 
 
-def escape(text: str) -> str:
-    """``text`` shown literally in Discord markdown: no formatting, link, mention or token fires."""
-    escaped = escape_mentions(escape_markdown(text))
-    return _TOKEN.sub("<" + ZERO_WIDTH_SPACE, escaped)
+_MARKUP = re.compile(r"([\\*_~|`\[\]<>])")
+"""Characters Discord reads as markup anywhere in a line (``(`` and ``)`` only follow a ``]``)."""
+_LINE_MARKER = re.compile(r"^([ \t]*)(?:([#>+-])|(\d+)([.)]))", re.MULTILINE)
+"""What starts a heading, quote, list item or subtext (``-#``) at the start of a line."""
+_WEB_ADDRESS = re.compile(r"https?://[^\s<>]+")
+_TRAILING = ".,:;!?\"')]}*_~|`"
+"""Characters that end a sentence around an address rather than belong to it."""
+
+
+def escape(text: str, *, line_start: bool = True, links: bool = True) -> str:
+    """``text`` shown literally in Discord markdown: no formatting, link, mention or token fires.
+    ``line_start``: whether ``text`` starts a line (then a marker there is escaped too).
+    ``links=False`` (a link's label): no address in it becomes a link of its own; every ``:`` is
+    escaped, so Discord sees none there either."""
+    if not links:
+        return _escape_words(text, line_start).replace(":", "\\:")
+    out: list[str] = []
+    end = 0
+    for match in _WEB_ADDRESS.finditer(text):
+        address = match.group().rstrip(_TRAILING)
+        if len(address) <= len("https://"):
+            continue
+        out.append(_escape_words(text[end : match.start()], line_start and end == 0))
+        out.append(f"<{address}>")
+        end = match.start() + len(address)
+    out.append(_escape_words(text[end:], line_start and end == 0))
+    return "".join(out)
+
+
+def _escape_words(text: str, line_start: bool) -> str:
+    escaped = _MARKUP.sub(r"\\\1", text)
+
+    def marker(match: re.Match[str]) -> str:
+        if match.start() == 0 and not line_start:
+            return match.group()
+        indent, sign, number, dot = match.groups()
+        return f"{indent}\\{sign}" if sign else f"{indent}{number}\\{dot}"
+
+    escaped = _LINE_MARKER.sub(marker, escaped)
+    return _TOKEN.sub("<" + ZERO_WIDTH_SPACE, escape_mentions(escaped))
 
 
 def field_hint(schema: Mapping[str, Any], name: str, *, with_required: bool = True) -> str:

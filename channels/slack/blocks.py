@@ -1,9 +1,10 @@
 """The Slack message of a Human Function, pending or ended, as Block Kit (pure: no I/O).
 
-Agent text is untrusted, so every string that comes from the agent, the schema or a person goes into
-a ``plain_text`` object, which Slack shows as typed: no mention (``<!channel>``, ``<@U1>``), link or
-mrkdwn formatting fires. ``mrkdwn`` carries only our own words and Slack date tokens, and the
-notification text (``text``) is escaped with ``escape``. Four layouts (``layout_of``):
+Agent text is untrusted. The agent's message is rendered from its Markdown into ``rich_text`` blocks
+(``channels.slack.markdown``), whose text elements Slack shows as typed; every other string from the
+agent, the schema or a person goes into a ``plain_text`` object: no mention (``<!channel>``,
+``<@U1>``), link or mrkdwn formatting fires. ``mrkdwn`` carries only our own words and Slack date
+tokens, and the notification text (``text``) is escaped with ``escape``. Four layouts (``layout_of``):
 
 - ``approval``: Approve (one click) and Decline right in the message;
 - ``buttons``: one button per option of a lone single-select with few options;
@@ -20,7 +21,10 @@ from typing import Any, Literal
 
 from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.display import AGENT_VIA, answered_values, approval_field, clip, field_label, outcome_summary
+from channels.document import document_of
+from channels.document.model import plain_text
 from channels.mentions import slack_mentions
+from channels.slack.markdown import MESSAGE_TEXT, rich_blocks
 from channels.slack.modal import modal_problem
 from channels.slack.text import date_token, escape, plain
 from schemas.flat import kind_of, options_of
@@ -40,9 +44,6 @@ CHOOSE_PREFIX = "hg:choose:"
 
 BUTTON_OPTIONS_MAX = 5
 """A lone single-select with at most this many options is answered with one button per option."""
-
-MESSAGE_SECTIONS_MAX = 6
-"""Sections the agent's message may fill (3000 characters each); the rest is left to the web form."""
 
 MAX_MESSAGE_BLOCKS = 50
 """Slack's limit of blocks in one message."""
@@ -89,26 +90,29 @@ def message_payload(hf: HumanFunction, form_url: str, now: float | None = None) 
     outcome (inputs gone) once ended."""
     if hf.is_pending:
         return {"text": _pending_text(hf), "blocks": pending_blocks(hf, form_url)}
-    return {"text": _ended_text(hf), "blocks": outcome_blocks(hf)}
+    return {"text": _ended_text(hf), "blocks": outcome_blocks(hf, form_url)}
 
 
 def pending_blocks(hf: HumanFunction, form_url: str) -> list[dict[str, Any]]:
     """The request as it waits: header, message, who asks and until when, and the buttons."""
-    blocks = [*_request_blocks(hf, form_url), _asked_by(hf)]
+    message, cut = message_blocks(hf, form_url)
+    blocks = [*_request_blocks(hf, message), _asked_by(hf)]
     layout = layout_of(hf)
     if layout == "buttons":
         name, prop = next(iter(hf.request_schema["properties"].items()))
         blocks.append(_section(field_label(name, prop) + _description(prop)))
-    blocks.append({"type": "actions", "block_id": f"hg:{hf.id}", "elements": _buttons(hf, layout, form_url)})
+    elements = _buttons(hf, layout, form_url, cut)
+    blocks.append({"type": "actions", "block_id": f"hg:{hf.id}", "elements": elements})
     return blocks[:MAX_MESSAGE_BLOCKS]
 
 
-def outcome_blocks(hf: HumanFunction) -> list[dict[str, Any]]:
-    """The request as it ended: what was asked, the answered values, and who ended it and when."""
+def outcome_blocks(hf: HumanFunction, form_url: str | None = None) -> list[dict[str, Any]]:
+    """The request as it ended: what was asked (rendered as it was asked), the answered values, and
+    who ended it and when."""
     summary = outcome_summary(hf)
     if summary is None:
         raise ValueError(f"hf={hf.id} is still pending")
-    blocks = [*_request_blocks(hf, None)]
+    blocks = [*_request_blocks(hf, message_blocks(hf, form_url)[0])]
     pairs = answered_values(hf)
     for start in range(0, len(pairs), MAX_FIELDS // 2):
         fields = [
@@ -137,10 +141,10 @@ def header_text(hf: HumanFunction) -> str:
     return "Approval requested" if approval_field(hf.request_schema) else "Input requested"
 
 
-def message_chunks(message: str) -> tuple[list[str], bool]:
-    """The agent's message cut into section-sized pieces, and whether some was left out."""
-    chunks = [message[i : i + MAX_SECTION_TEXT] for i in range(0, len(message), MAX_SECTION_TEXT)]
-    return chunks[:MESSAGE_SECTIONS_MAX] or [" "], len(chunks) > MESSAGE_SECTIONS_MAX
+def message_blocks(hf: HumanFunction, form_url: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """The agent's message as ``rich_text`` blocks within Slack's limits, and whether it was cut
+    (then it ends with a "Read the whole request" link to ``form_url``)."""
+    return rich_blocks(document_of(hf.message), form_url, budget=MESSAGE_TEXT)
 
 
 def choice_of(action_id: str) -> int | None:
@@ -151,13 +155,9 @@ def choice_of(action_id: str) -> int | None:
     return int(index) if index.isdigit() and len(index) < 6 else None
 
 
-def _request_blocks(hf: HumanFunction, form_url: str | None) -> list[dict[str, Any]]:
+def _request_blocks(hf: HumanFunction, message: list[dict[str, Any]]) -> list[dict[str, Any]]:
     header = {"type": "header", "text": plain(header_text(hf), MAX_HEADER_TEXT)}
-    chunks, cut = message_chunks(hf.message)
-    blocks: list[dict[str, Any]] = [header, *(_section(chunk) for chunk in chunks)]
-    if cut:
-        note = "The message is too long for Slack"
-        blocks.append(_context(note + ("; open the web form to read it all." if form_url else ".")))
+    blocks: list[dict[str, Any]] = [header, *message]
     description = hf.request_schema.get("description")
     if isinstance(description, str) and description.strip():
         blocks.append(_context(description))
@@ -190,7 +190,7 @@ def mention(approver: str) -> str:
     return escape(approver)
 
 
-def _buttons(hf: HumanFunction, layout: Layout, form_url: str) -> list[dict[str, Any]]:
+def _buttons(hf: HumanFunction, layout: Layout, form_url: str, cut: bool) -> list[dict[str, Any]]:
     buttons: list[dict[str, Any]] = []
     properties: Mapping[str, Any] = hf.request_schema.get("properties") or {}
     if layout == "approval":
@@ -210,7 +210,7 @@ def _buttons(hf: HumanFunction, layout: Layout, form_url: str) -> list[dict[str,
     else:
         buttons.append(_link(form_url))
         buttons.append(_button(hf, DECLINE, "Decline", style="danger"))
-    if _message_cut(hf) and layout != "form" and not any(b["action_id"] == OPEN_FORM for b in buttons):
+    if cut and layout != "form" and not any(b["action_id"] == OPEN_FORM for b in buttons):
         buttons.append(_link(form_url))
     buttons.append(_button(hf, CANCEL, "Cancel"))
     return buttons
@@ -240,10 +240,6 @@ def _button_titles(prop: Mapping[str, Any]) -> list[str] | None:
     return titles if len(set(titles)) == len(titles) else None
 
 
-def _message_cut(hf: HumanFunction) -> bool:
-    return message_chunks(hf.message)[1]
-
-
 def _description(prop: Mapping[str, Any]) -> str:
     description = prop.get("description")
     return f"\n{description}" if isinstance(description, str) and description.strip() else ""
@@ -268,11 +264,18 @@ def _icon(hf: HumanFunction) -> str:
     return _ICONS.get(hf.status, "")
 
 
+def notification_words(hf: HumanFunction, limit: int) -> str:
+    """The first words of the agent's message as plain text (no Markdown marks), for places that
+    show no formatting: the notification and the preview in the channel list."""
+    document = document_of(hf.message)
+    return clip(plain_text(document.blocks).strip() or hf.message, limit)
+
+
 def _pending_text(hf: HumanFunction) -> str:
-    return escape(f"{hf.requester} asks: {clip(hf.message, NOTIFICATION_CHARS)}")
+    return escape(f"{hf.requester} asks: {notification_words(hf, NOTIFICATION_CHARS)}")
 
 
 def _ended_text(hf: HumanFunction) -> str:
     summary = outcome_summary(hf)
     sentence = summary.sentence() if summary else "Ended"
-    return escape(f"{clip(hf.message, NOTIFICATION_CHARS // 2)}: {sentence}")
+    return escape(f"{notification_words(hf, NOTIFICATION_CHARS // 2)}: {sentence}")

@@ -227,7 +227,8 @@ async def _open_modal(
     desk: Desk, hf: HumanFunction, payload: Mapping[str, Any], action: Action | None
 ) -> None:
     await desk.started(hf, f"slack:{user_id_of(payload)}")  # opening a modal counts as starting to answer
-    view = form_view(hf) if action is None else reason_view(hf, action)
+    form_url = desk.form_url(hf)
+    view = form_view(hf, form_url) if action is None else reason_view(hf, action, form_url)
     client: SlackClient = await desk.client()
     try:
         await client.api.views_open(trigger_id=str(payload.get("trigger_id") or ""), view=view)

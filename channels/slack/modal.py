@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from channels.display import clip, iso_time, sentence_case
+from channels.document import document_of
 from channels.slack.inputs import BOOLEAN_VALUES, VALUE_ACTION, input_block, input_problem
+from channels.slack.markdown import MESSAGE_TEXT, rich_blocks
 from channels.slack.text import plain
 from schemas.answers import coerce_text_values
 from schemas.errors import InvalidAnswerError
@@ -42,7 +44,8 @@ MAX_REASON_CHARS = 2000
 """Longest decline or cancel reason, as on the web form."""
 
 _LEADING_BLOCKS = 2
-"""Blocks before the inputs: the agent's message and the schema's description."""
+"""Blocks before the inputs: the agent's message (one ``rich_text`` block: a modal shows rules as
+text) and the schema's description."""
 _REASON_TITLES = {
     Action.DECLINE: ("Decline request", "Decline"),
     Action.CANCEL: ("Cancel request", "Cancel it"),
@@ -66,12 +69,13 @@ def modal_problem(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
-def form_view(hf: HumanFunction) -> dict[str, Any]:
-    """The modal with one input per property; the schema must pass ``modal_problem``."""
+def form_view(hf: HumanFunction, form_url: str | None = None) -> dict[str, Any]:
+    """The modal with one input per property; the schema must pass ``modal_problem``. A message cut
+    to fit links ``form_url``."""
     schema = hf.request_schema
     properties: Mapping[str, Any] = schema.get("properties") or {}
     title = schema.get("title")
-    blocks = _intro(hf)
+    blocks = _intro(hf, form_url)
     blocks.extend(
         input_block(block_id(i), name, prop, name in (schema.get("required") or ()))
         for i, (name, prop) in enumerate(properties.items())
@@ -79,7 +83,7 @@ def form_view(hf: HumanFunction) -> dict[str, Any]:
     return _modal(FORM_CALLBACK, title if isinstance(title, str) else "Respond", "Submit", hf.id, blocks)
 
 
-def reason_view(hf: HumanFunction, action: Action) -> dict[str, Any]:
+def reason_view(hf: HumanFunction, action: Action, form_url: str | None = None) -> dict[str, Any]:
     """The modal asking an optional reason to decline or cancel ``hf``."""
     title, submit = _REASON_TITLES[action]
     reason = {
@@ -95,7 +99,8 @@ def reason_view(hf: HumanFunction, action: Action) -> dict[str, Any]:
             "max_length": MAX_REASON_CHARS,
         },
     }
-    return _modal(REASON_CALLBACK, title, submit, hf.id, [*_intro(hf)[:1], reason], action=action.value)
+    blocks = [*_intro(hf, form_url)[:1], reason]
+    return _modal(REASON_CALLBACK, title, submit, hf.id, blocks, action=action.value)
 
 
 def notice_view(title: str, text: str) -> dict[str, Any]:
@@ -207,8 +212,9 @@ def _option_value(prop: Mapping[str, Any], option: Mapping[str, Any]) -> str:
     return options[int(value)].value
 
 
-def _intro(hf: HumanFunction) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": plain(hf.message, MAX_MODAL_TEXT)}]
+def _intro(hf: HumanFunction, form_url: str | None) -> list[dict[str, Any]]:
+    message, _ = rich_blocks(document_of(hf.message), form_url, budget=MESSAGE_TEXT, dividers=0)
+    blocks: list[dict[str, Any]] = list(message)
     description = hf.request_schema.get("description")
     if isinstance(description, str) and description.strip():
         blocks.append({"type": "context", "elements": [plain(description, 2000)]})

@@ -320,8 +320,14 @@ def form_problems(body: Mapping[str, Any]) -> list[str]:
                 problems.append("custom_id at most 100, label at most 80 characters")
             if len(item.get("options") or []) > 25:
                 problems.append("a select holds at most 25 options")
+    if len(body.get("content") or "") > 2000:
+        problems.append("content: at most 2000 characters")
     for embed in body.get("embeds") or []:
         size = len(json.dumps(embed, ensure_ascii=False))
+        texts = [embed.get("title"), embed.get("description"), (embed.get("footer") or {}).get("text")]
+        texts += [text for field in embed.get("fields") or [] for text in (field["name"], field["value"])]
         if len(embed.get("description") or "") > 4096 or len(embed.get("fields") or []) > 25 or size > 8000:
             problems.append("embed over its limits")
+        if sum(len(text or "") for text in texts) > 6000:
+            problems.append("embed: at most 6000 characters in all")
     return problems

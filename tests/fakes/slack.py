@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -197,6 +198,8 @@ class FakeSlack:
         channel, info = found
         if not info.get("is_member"):
             return _error("not_in_channel")
+        if (problem := blocks_problem(args.get("blocks"))) is not None:
+            return _error(problem)
         ts = f"{int(time.time())}.{next(self._ts):06d}"
         message = {"type": "message", "ts": ts, "text": args.get("text"), "blocks": args.get("blocks")}
         if args.get("thread_ts"):
@@ -216,6 +219,8 @@ class FakeSlack:
         return _ok(channel=channel, ts=ts, message=message)
 
     def _update(self, args: dict[str, Any]) -> Response:
+        if (problem := blocks_problem(args.get("blocks"))) is not None:
+            return _error(problem)
         with self._lock:
             for message in self.messages.get(str(args.get("channel")), []):
                 if message["ts"] == args.get("ts"):
@@ -295,3 +300,29 @@ def _ok(**data: Any) -> Response:
 
 def _error(error: str) -> Response:
     return JSONResponse({"ok": False, "error": error})
+
+
+MAX_BLOCKS = 50
+MAX_BLOCKS_TEXT = 13_000
+"""Slack refuses a message past 50 blocks (``invalid_blocks``) or with more text in its blocks than
+about 13,000 characters (``msg_blocks_too_long``)."""
+
+
+def blocks_problem(blocks: Any) -> str | None:
+    """The error Slack answers a message's ``blocks`` with (a subset of its checks), or ``None``."""
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    if not blocks:
+        return None
+    if len(blocks) > MAX_BLOCKS:
+        return "invalid_blocks"
+
+    def text_of(value: Any) -> int:
+        if isinstance(value, dict):
+            own = len(value["text"]) if isinstance(value.get("text"), str) else 0
+            return own + sum(text_of(child) for key, child in value.items() if key != "text")
+        if isinstance(value, list):
+            return sum(text_of(child) for child in value)
+        return 0
+
+    return "msg_blocks_too_long" if text_of(blocks) > MAX_BLOCKS_TEXT else None

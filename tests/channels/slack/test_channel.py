@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from channels.base import RenderContext
+from channels.document.fit import READ_MORE
 from channels.slack.blocks import (
-    MESSAGE_SECTIONS_MAX,
     layout_of,
     message_payload,
     pending_blocks,
@@ -21,6 +21,11 @@ from schemas.flat import SchemaLimits, check_flat_schema
 from schemas.models import Action, HumanFunction, Outcome, Status
 from schemas.settings import Settings
 
+RICH_DEPLOY = {
+    "type": "rich_text",
+    "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": "Deploy v2.1?"}]}],
+}
+"""The message "Deploy v2.1?" as its ``rich_text`` block."""
 CREATED = 1_800_000_000.0
 FORM_URL = "http://127.0.0.1:8000/f/hf1.secret"
 CTX = RenderContext(form_url=FORM_URL, now=CREATED + 5)
@@ -127,7 +132,7 @@ def test_an_approval_is_approved_in_one_click_and_declined_or_canceled_beside_it
     assert {e["value"] for e in actions["elements"]} == {"hf1"}
     assert [e.get("style") for e in actions["elements"]] == ["primary", "danger", None]
     assert blocks[0] == {"type": "header", "text": {"type": "plain_text", "text": "Approval requested"}}
-    assert blocks[1] == {"type": "section", "text": {"type": "plain_text", "text": "Deploy v2.1?"}}
+    assert blocks[1] == RICH_DEPLOY
 
 
 def test_an_approval_with_optional_fields_also_offers_them_in_a_modal() -> None:
@@ -238,13 +243,14 @@ def test_agent_text_cannot_mention_link_or_format_anything() -> None:
 
 def test_long_text_is_clipped_to_slacks_limits_and_the_rest_left_to_the_web_form() -> None:
     long_title = "T" * 400
-    message = "m" * (3000 * MESSAGE_SECTIONS_MAX + 10)
+    message = "m " * 20_000
     schema = {"type": "object", "title": long_title, "properties": {"a": {"type": "string"}}}
     blocks = pending_blocks(make_hf(schema, message=message), FORM_URL)
     assert len(blocks[0]["text"]["text"]) == 150 and blocks[0]["text"]["text"].endswith("\u2026")
-    sections = [b for b in blocks if b["type"] == "section"]
-    assert len(sections) == MESSAGE_SECTIONS_MAX and all(len(s["text"]["text"]) == 3000 for s in sections)
-    assert any("too long for Slack" in obj["text"] for obj in text_objects(blocks))
+    (rich,) = [b for b in blocks if b["type"] == "rich_text"]
+    *shown, more = rich["elements"]
+    assert 0 < sum(len(e["text"]) for s in shown for e in s["elements"]) <= 9000
+    assert more["elements"] == [{"type": "link", "url": FORM_URL, "text": READ_MORE, "style": {"bold": True}}]
     assert ("hg:open-form", "Open the web form") in buttons(blocks)
     titles = {"type": "string", "enum": ["a", "b"], "enumNames": ["x" * 100, "y" * 100]}
     choices = buttons(pending_blocks(make_hf(one(titles)), FORM_URL))

@@ -51,7 +51,16 @@ def shown(blocks: list[dict[str, Any]]) -> str:
             out.append(block["text"]["text"])
         out.extend(f["text"] for f in block.get("fields", []))
         out.extend(e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str))
+        if block["type"] == "rich_text":  # the agent's message, rendered from its Markdown
+            out.append(rich_text(block))
     return "\n".join(out)
+
+
+def rich_text(element: dict[str, Any]) -> str:
+    """The text a ``rich_text`` block (or one of its elements) shows."""
+    if element.get("type") in ("text", "link"):
+        return str(element.get("text") or element.get("url"))
+    return "".join(rich_text(child) for child in element.get("elements", []))
 
 
 def has_inputs(blocks: list[dict[str, Any]]) -> bool:

@@ -60,6 +60,11 @@ EVERY_TYPE: dict[str, dict[str, Any]] = {
         "maxItems": 3,
     },
 }
+RICH_DEPLOY = {
+    "type": "rich_text",
+    "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": "Deploy v2.1?"}]}],
+}
+"""The message "Deploy v2.1?" as its ``rich_text`` block."""
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "A rather long modal title here",
@@ -94,7 +99,7 @@ def test_the_form_modal_has_one_input_per_field_in_schema_order() -> None:
     assert view["title"] == {"type": "plain_text", "text": "A rather long modal tit\u2026"}
     assert view["submit"]["text"] == "Submit" and view["close"]["text"] == "Back"
     assert view_metadata(view) == {"hf": "hf1"}
-    assert view["blocks"][0] == {"type": "section", "text": {"type": "plain_text", "text": "Deploy v2.1?"}}
+    assert view["blocks"][0] == RICH_DEPLOY
     assert view["blocks"][1] == {
         "type": "context",
         "elements": [{"type": "plain_text", "text": "Please fill in"}],
