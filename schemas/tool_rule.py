@@ -13,13 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from schemas.errors import ToolRuleError
 from schemas.path_globs import PathPattern, compile_path, normal_path
 from schemas.shell_words import normalized, split_command
+
+PARSED_RULES = 4096
+"""Rules kept parsed (``parse_rule``'s cache): more than any policy file holds."""
 
 Kind = Literal["every", "command", "path", "domain", "name", "mcp"]
 
@@ -140,8 +143,10 @@ class ToolCall:
         return normalized(self.command or "")
 
 
+@lru_cache(maxsize=PARSED_RULES)
 def parse_rule(text: str) -> ToolRule:
-    """One rule; ``ToolRuleError`` naming it and what is wrong."""
+    """One rule; ``ToolRuleError`` naming it and what is wrong. Cached: a rule is immutable, and
+    the policy file's checker and its model both ask for it."""
     try:
         return _parse(text)
     except ValueError as exc:

@@ -99,7 +99,7 @@ rate_limit = 1.5
             4,
             "policies.deploys.timout",
             "is not a policy setting; the settings are callers, timeout, channels, approvers, targets, "
-            "rate_limit, max_pending, approvals, order, on_timeout, remind, steps",
+            "rate_limit, max_pending, approvals, order, on_timeout, remind, steps, tools",
         ),
         (
             5,
