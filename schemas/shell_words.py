@@ -78,7 +78,10 @@ class _Scanner:
                     raise _Unsure("'(' inside a command")
                 self.pos += 1
                 self.sequence(")")  # a subshell: its commands are commands of their own
-            elif char == "<" and text.startswith("<<", self.pos) and not text.startswith("<<<", self.pos):
+            elif text.startswith("<<<", self.pos):  # a here-string: one word, not a heredoc
+                word.append("<<<")
+                self.pos += 3
+            elif text.startswith("<<", self.pos):
                 raise _Unsure("a heredoc")
             elif char in "<>" and text[self.pos + 1 : self.pos + 2] == "(":
                 word.append(self._substitution(2, ")"))

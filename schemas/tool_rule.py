@@ -156,8 +156,8 @@ def parse_rule(text: str) -> ToolRule:
 def _parse(text: str) -> ToolRule:
     name, specifier = _split(text)
     if name.startswith("mcp__"):
-        server, _, tool = name[5:].partition("__")
-        if not _MCP_PART.fullmatch(server) or (tool and tool != "*" and not _MCP_PART.fullmatch(tool)):
+        server, between, tool = name[5:].partition("__")
+        if not _MCP_PART.fullmatch(server) or (between and tool != "*" and not _MCP_PART.fullmatch(tool)):
             raise ValueError("an MCP rule is mcp__<server> or mcp__<server>__<tool>")
         if specifier is not None:
             raise ValueError("an MCP rule takes no specifier")
