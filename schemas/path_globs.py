@@ -15,6 +15,10 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+MAX_PATH = 4096
+"""Longer paths are not judged by a pattern (Linux's ``PATH_MAX``): a regular expression over an
+arbitrarily long path could take arbitrarily long."""
+
 HOMES = r"(?:~|/home/[^/]+|/Users/[^/]+|/root)"
 """Where ``~/`` may point: the agent runs elsewhere, with a home this process cannot know."""
 
@@ -28,8 +32,9 @@ class PathPattern:
 
     def matches(self, path: str) -> bool | None:
         """Whether ``path`` (as ``normal_path`` gives it) matches; ``None`` when it cannot be told
-        (an anchored pattern and a relative path, whose directory is not known)."""
-        if self.anchored and not path.startswith(("/", "~/")):
+        (an anchored pattern and a relative path, whose directory is not known; a path past
+        ``MAX_PATH``)."""
+        if len(path) > MAX_PATH or (self.anchored and not path.startswith(("/", "~/"))):
             return None
         return self.regex.fullmatch(path) is not None
 

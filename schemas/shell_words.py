@@ -18,8 +18,21 @@ from __future__ import annotations
 
 import re
 
-_SPACE = re.compile(r"\s+")
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
+_SPACE = re.compile(r"\s{2,}|[^\S ]")
+"""Whitespace to collapse: runs, and any one that is not a space (single spaces are left alone,
+which is most of a command and much faster)."""
+_PLAIN = re.compile(r"[^;\n&|()<>$`'\"\\]+")
+_IN_DOUBLE = re.compile(r'[^"\\$`]+')
+_IN_ANSI = re.compile(r"[^'\\]+")
+
+MAX_LENGTH = 16 * 1024
+"""A longer text is not split (``None``): the split runs in Python, and a command this long is one
+for a person to look at, or refuse."""
+
+MAX_COMMANDS = 1000
+"""More commands than this in one text is not split (``None``): no agent's command is that long,
+and a person can look at one that is."""
+_LEADING = re.compile(r"^(?:(?:if|then|else|elif|do|while|until|!|\{)(?: |$))+")
 """Reserved words that may start a command and are not the command (``then rm -rf /``)."""
 _CLOSERS = frozenset({"fi", "done", "}", "esac"})
 """Reserved words that make up a whole command of their own and run nothing."""
@@ -103,9 +116,11 @@ class _Scanner:
                 self.pos += 2
                 if escaped != "\n":  # a line continuation joins two lines into one command
                     word.append("\\" + escaped)
-            else:
-                word.append(char)
-                self.pos += 1
+            else:  # a run of characters that mean nothing to the shell, taken at once
+                run = _PLAIN.match(text, self.pos)
+                taken = run.group(0) if run else char
+                word.append(taken)
+                self.pos += len(taken)
 
     def _substitution(self, opener: int, end: str) -> str:
         """A ``$( … )``, ``<( … )`` or backtick substitution: its commands are commands of their
@@ -141,7 +156,8 @@ class _Scanner:
             elif substitutions and char == "`":
                 self._substitution(1, "`")
             else:
-                self.pos += 1
+                run = (_IN_DOUBLE if substitutions else _IN_ANSI).match(text, self.pos)
+                self.pos += len(run.group(0)) if run else 1
         raise _Unsure(f"an unbalanced {quote}")
 
     def _flush(self, word: list[str]) -> None:
@@ -149,23 +165,23 @@ class _Scanner:
         word.clear()
         if command:
             self.parts.append(command)
+            if len(self.parts) > MAX_COMMANDS:
+                raise _Unsure("too many commands")
 
 
 def _plain(command: str) -> str:
     """The command without the reserved words around it (``then rm x`` is ``rm x``; ``fi`` is
     nothing)."""
-    words = command.split(" ")
-    while words and words[0] in _KEYWORDS:
-        words.pop(0)
-    if len(words) == 1 and words[0] in _CLOSERS:
-        return ""
-    return " ".join(words)
+    command = _LEADING.sub("", command)
+    return "" if command in _CLOSERS else command
 
 
 def split_command(command: str) -> tuple[str, ...] | None:
     """The commands ``command`` runs, each with its whitespace collapsed, in the order they end
     (a substitution's commands before the command that holds it), or ``None`` when it cannot be
     split with confidence."""
+    if len(command) > MAX_LENGTH:
+        return None
     scanner = _Scanner(command)
     try:
         scanner.sequence("")

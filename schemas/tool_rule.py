@@ -70,8 +70,8 @@ class ToolRule:
     """The rule's tool name (``Bash``; ``mcp__github`` for a whole server)."""
     kind: Kind
     specifier: str | None
-    pattern: re.Pattern[str] | None = None
-    """Commands and names: the compiled specifier (``fullmatch``)."""
+    pattern: Wildcards | None = None
+    """Commands and names: the specifier, split at its ``*``."""
     path: PathPattern | None = None
 
     def covers(self, tool_name: str) -> bool:
@@ -101,7 +101,7 @@ class ToolRule:
         if self.kind == "domain":
             host = host_of(value)
             return None if host is None else _domain_matches(self.specifier or "", host)
-        return self.pattern is not None and self.pattern.fullmatch(value) is not None
+        return self.pattern is not None and self.pattern.matches(value)
 
     def matches_command(self, command: str) -> bool:
         """Whether one command (already split) matches, as written or without a wrapper
@@ -109,7 +109,7 @@ class ToolRule:
         if self.kind == "every":
             return True
         while self.pattern is not None:
-            if self.pattern.fullmatch(command):
+            if self.pattern.matches(command):
                 return True
             unwrapped = _WRAPPER.fullmatch(command)
             if unwrapped is None:
@@ -213,18 +213,44 @@ def _split(text: str) -> tuple[str, str | None]:
     return name, inner.replace("\\(", "(").replace("\\)", ")")
 
 
-def _command_pattern(specifier: str) -> re.Pattern[str]:
+def _command_pattern(specifier: str) -> Wildcards:
     """``*`` any characters; a final `` *`` (or the legacy ``:*``) also the command alone, so
     ``npm test *`` matches ``npm test`` and ``npm test -- x`` but not ``npm tested``."""
     if specifier.endswith(":*"):
         specifier = specifier[:-2].rstrip() + " *"
-    if specifier.endswith(" *"):
-        return re.compile(_wildcards(specifier[:-2]).pattern + "(?: .*)?", re.DOTALL)
-    return _wildcards(specifier)
+    bare = specifier[:-2] if specifier.endswith(" *") else None
+    return _wildcards(specifier, bare)
 
 
-def _wildcards(specifier: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(piece) for piece in specifier.split("*")), re.DOTALL)
+def _wildcards(specifier: str, bare: str | None = None) -> Wildcards:
+    return Wildcards(tuple(specifier.split("*")), bare)
+
+
+@dataclass(frozen=True, slots=True)
+class Wildcards:
+    """A pattern whose only special character is ``*`` (any characters), matched in linear passes
+    (``str.find`` of each piece in turn) rather than by a regular expression, which could
+    backtrack for a long time over a long command with several ``*``."""
+
+    pieces: tuple[str, ...]
+    bare: str | None = None
+    """Also matched exactly (``npm test`` for ``npm test *``)."""
+
+    def matches(self, text: str) -> bool:
+        if text == self.bare:
+            return True
+        first, last = self.pieces[0], self.pieces[-1]
+        if len(self.pieces) == 1:
+            return text == first
+        if len(text) < len(first) + len(last) or not text.startswith(first) or not text.endswith(last):
+            return False
+        at, end = len(first), len(text) - len(last)
+        for piece in self.pieces[1:-1]:  # leftmost first is never worse for the pieces after it
+            found = text.find(piece, at, end)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        return True
 
 
 def host_of(url: str) -> str | None:

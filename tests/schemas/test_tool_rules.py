@@ -284,3 +284,18 @@ def test_a_session_rule_allows_the_call_it_was_made_from(
     text = name if content is None else f"{name}({content})"
     decision = ToolRules.parse(allow=[text]).decide(tool, given)
     assert decision is not None and decision.behaviour == "allow"
+
+
+def test_inputs_up_to_a_mebibyte_are_decided_without_backtracking() -> None:
+    rules = ToolRules.parse(allow=["Bash(a * b * c * d * e)", "Read(**/*/**/*/**/x)"], deny=["Bash(* z *)"])
+    long = "a " + "b " * 5_000 + "c x d x e"  # within MAX_LENGTH: split, and allowed
+    decision = rules.decide("Bash", bash(long))
+    assert decision is not None and decision.rule.text == "Bash(a * b * c * d * e)"
+    huge = "a " + "b " * 500_000 + "c x d x e"  # past it: never allowed by a pattern ...
+    assert rules.decide("Bash", bash(huge)) is None
+    denied = rules.decide("Bash", bash(huge + " z y"))  # ... but denied by its whole text
+    assert denied is not None and denied.behaviour == "deny"
+    assert rules.decide("Bash", bash("a ; " * 2_000)) is None  # past MAX_COMMANDS
+    assert rules.decide("Bash", bash('echo "x" ' * 100_000)) is None
+    assert rules.decide("Read", path("/a" * 3000 + "/x")) is None  # past MAX_PATH: not judged
+    assert rules.decide("Read", path("/a" * 100 + "/x")) is not None
