@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from schemas.errors import ToolRuleError
 from schemas.path_globs import normal_path
 from schemas.tool_rule import FILE_FIELDS, ToolCall, ToolRule, host_of, parse_rule
 
@@ -99,13 +100,20 @@ def session_rule(tool_name: str, input: Mapping[str, Any]) -> tuple[str, str | N
     """The rule "Allow for this session" adds, as ``(toolName, ruleContent)`` (§19): Bash the
     exact command, a file tool its path (``//`` before an absolute one, which Claude Code reads as
     absolute, as this module does), WebFetch ``domain:<host>``, an MCP tool no content (the whole
-    tool); ``None`` where none can be derived (another tool, a missing field, a path with glob
-    characters, which would match more than the one file)."""
+    tool); ``None`` where none can be derived (another tool, a missing field, a command with ``*``
+    or a path with glob characters, which would match more than this call)."""
     call = ToolCall(tool_name, input)
     if tool_name.startswith("mcp__"):
         return tool_name, None
     if tool_name == "Bash":
-        return None if call.command is None or not call.command.strip() else (tool_name, call.command.strip())
+        command = (call.command or "").strip()
+        if not command or "*" in command:  # a * would allow more than this command
+            return None
+        try:
+            parse_rule(f"Bash({command})")
+        except ToolRuleError:  # unbalanced parentheses: no rule can hold it
+            return None
+        return tool_name, command
     if tool_name in FILE_FIELDS:
         path = call.field(FILE_FIELDS[tool_name])
         if path is None or any(char in path for char in "*?[]\\()"):

@@ -254,6 +254,8 @@ def test_escaped_parentheses_are_part_of_the_specifier() -> None:
 SESSION = [
     ("Bash", bash("npm run build -- --prod"), ("Bash", "npm run build -- --prod")),
     ("Bash", bash("  "), None),
+    ("Bash", bash("ls *.py"), None),  # * would allow more than this command
+    ("Bash", bash("echo )"), None),  # no rule can hold it
     ("Bash", {}, None),
     ("Edit", path("/repo/src/a.py"), ("Edit", "//repo/src/a.py")),  # // is absolute to Claude Code
     ("Write", path("/repo/x/../b.txt"), ("Write", "//repo/b.txt")),
