@@ -12,6 +12,7 @@
      ├── PolicyRefusedError       a policy refuses the request (not the caller's, or not its channel)
      │    └── NotAnApproverError      whoever answered is not one of the request's approvers
      ├── PolicyFileError          the policy file has mistakes (``schemas.policies``)
+ ├── ToolRuleError            a tool permission rule is malformed (``schemas.tool_rules``)
      ├── UnknownRequestError      no Human Function with that id or token
      ├── ClosedError              the Human Function already ended
      │    ├── AlreadyAnsweredError    someone answered first
@@ -100,6 +101,11 @@ class PolicyRefusedError(HumangateError):
 
 class NotAnApproverError(PolicyRefusedError):
     """Whoever tried to answer is not one of the request's approvers; nothing changed."""
+
+
+class ToolRuleError(HumangateError, ValueError):
+    """A tool permission rule (``Bash(npm test *)``) that is not one; the message names the rule
+    and what is wrong. A ``ValueError`` too, so the policy file's checker reports it at its line."""
 
 
 class UnknownRequestError(HumangateError):

@@ -14,13 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from schemas.errors import HumangateError
 from schemas.mail import ADDRESS
 from schemas.policy_rules import MENTION_PREFIXES, TARGET_FORMS, Loc, table_rules, target_mistake
 from schemas.toml_lines import KeyLines
+from schemas.tool_rules import ToolRules, parse_rule
 from schemas.unique import unique
 from schemas.webhooks import EVENT_TYPES, Webhook, webhook_lines
 
@@ -101,6 +110,36 @@ class Targets(BaseModel):
         return [(channel, target) for channel in TARGET_FORMS if (target := self.of(channel))]
 
 
+def _tool_rule(value: str) -> str:
+    parse_rule(value)  # a ToolRuleError is a ValueError: reported at the rule's line
+    return value
+
+
+ToolRuleList = Annotated[list[Annotated[str, AfterValidator(_tool_rule)]], AfterValidator(unique)]
+
+
+class Tools(BaseModel):
+    """``[policies.<name>.tools]``: tool permission rules in Claude Code's syntax, decided without a
+    person (docs/policies.md#tool-rules); deny, then ask, then allow."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    allow: ToolRuleList = Field(default_factory=list)
+    ask: ToolRuleList = Field(default_factory=list)
+    """Calls a person must decide even when an allow rule names them."""
+    deny: ToolRuleList = Field(default_factory=list)
+    _rules: ToolRules = PrivateAttr(default_factory=ToolRules)
+
+    def model_post_init(self, context: Any, /) -> None:
+        # parse_rule is cached: each rule is parsed once, when the field is checked.
+        self._rules = ToolRules.parse(self.allow, self.ask, self.deny)
+
+    @property
+    def rules(self) -> ToolRules:
+        """The three lists, parsed."""
+        return self._rules
+
+
 class Step(BaseModel):
     """One ``[[policies.<name>.steps]]`` table (docs/escalation.md#steps): once ``after`` seconds
     have passed and the request is still pending, it is posted on ``channel`` too."""
@@ -165,6 +204,8 @@ class PolicyTable(BaseModel):
     """Seconds after creation at which every live post gets a reminder (docs/escalation.md#reminders)."""
     steps: list[Step] = Field(default_factory=list)
     """Where the request is posted, and when (docs/escalation.md#steps); empty: its channel only."""
+    tools: Tools = Field(default_factory=Tools)
+    """Tool permission rules (docs/policies.md#tool-rules); empty: a person decides every call."""
 
     def target_of(self, step: Step) -> str | None:
         """Where ``step`` posts: its own target, else this policy's target of its channel."""
@@ -211,6 +252,9 @@ class Policy(PolicyTable):
             parts.append("steps " + ", ".join(f"{step.channel} at {step.after:g} s" for step in self.steps))
         if self.remind:
             parts.append("reminders at " + ", ".join(f"{at:g} s" for at in self.remind))
+        if self.tools.rules:
+            rules = self.tools
+            parts.append(f"tool rules {len(rules.allow)} allow, {len(rules.ask)} ask, {len(rules.deny)} deny")
         return f"{self.name}: " + "; ".join(parts)
 
 
@@ -389,6 +433,8 @@ def _explained(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
     if kind == "extra_forbidden":
         if len(loc) == 5 and loc[2] == "steps":
             return loc, "is not a step setting; the settings are " + ", ".join(Step.model_fields)
+        if len(loc) == 4 and loc[2] == "tools":
+            return loc, "is not a list of tool rules; the lists are " + ", ".join(Tools.model_fields)
         return loc, _UNKNOWN_KEY.get(len(loc), "is not allowed here")
     if kind == "value_error":
         return loc, message.removeprefix("Value error, ")

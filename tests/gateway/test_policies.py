@@ -99,6 +99,36 @@ def test_policy_check_names_the_line_and_field_of_each_mistake(invalid_file: Pat
     assert broken.stdout == f"{policy_file}.gone: there is no such file\n"
 
 
+def test_policy_check_names_the_line_of_each_malformed_tool_rule(tmp_path: Path) -> None:
+    path = tmp_path / "tools.toml"
+    path.write_text(
+        "[policies.coding.tools]\n"
+        'allow = ["Read", "Bash(npm test *)"]\n'
+        "deny = [\n"
+        '  "Bash(rm -rf *)",\n'
+        '  "Edit(**/.env",\n'
+        "]\n"
+        'ask = ["mcp__github__x(y)"]\n'
+    )
+    checked = run_cli("policy", "check", str(path), env={})
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines() == [
+        f"{path}:5: policies.coding.tools.deny[1]: 'Edit(**/.env' is not a tool rule: missing ')' at the end",
+        f"{path}:7: policies.coding.tools.ask[0]: 'mcp__github__x(y)' is not a tool rule: an MCP rule takes "
+        "no specifier",
+    ]
+    assert checked.stderr.strip() == f"{path}: 2 mistake(s)"
+    path.write_text(
+        '[policies.coding.tools]\nallow = ["Read", "Bash(npm test *)"]\ndeny = ["Edit(**/.env)"]\n'
+    )
+    valid = run_cli("policy", "check", str(path), env={})
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+    assert valid.stdout.splitlines() == [
+        f"{path}: valid, 1 policy",
+        "  coding: callers any; tool rules 2 allow, 0 ask, 1 deny",
+    ]
+
+
 def test_serve_refuses_an_invalid_policy_file(redis_url: str, invalid_file: Path) -> None:
     refused = run_cli(
         "serve",

@@ -99,7 +99,7 @@ rate_limit = 1.5
             4,
             "policies.deploys.timout",
             "is not a policy setting; the settings are callers, timeout, channels, approvers, targets, "
-            "rate_limit, max_pending, approvals, order, on_timeout, remind, steps",
+            "rate_limit, max_pending, approvals, order, on_timeout, remind, steps, tools",
         ),
         (
             5,
@@ -418,3 +418,53 @@ def test_a_key_wrong_on_its_own_is_not_used_by_the_rules_between_keys() -> None:
 def test_a_policy_made_in_code_keeps_the_rules_between_its_keys() -> None:
     with pytest.raises(ValueError, match=r"approvers: approvals = 2 needs approvers"):
         Policy(name="p", approvals=2)
+
+
+TOOLS = """\
+[policies.coding]
+[policies.coding.tools]
+allow = ["Read", "Bash(npm test *)", "Bash(git status)", "WebFetch(domain:docs.python.org)"]
+ask   = ["Bash(git push *)"]
+deny  = ["Bash(rm -rf *)", "Edit(**/.env)", "mcp__github__delete_repository"]
+"""
+
+
+def test_tool_rules_are_parsed_with_the_policy_and_decide_calls() -> None:
+    coding = parse_policies(TOOLS).policies[0]
+    assert coding.tools.allow[1] == "Bash(npm test *)" and len(coding.tools.rules.deny) == 3
+    decision = coding.tools.rules.decide("Bash", {"command": "git status && rm -rf /"})
+    assert decision is not None and decision.describe() == "deny: Bash(rm -rf *)"
+    assert coding.describe() == "coding: callers any; tool rules 4 allow, 1 ask, 3 deny"
+    assert not parse_policies("[policies.a]").policies[0].tools.rules
+
+
+def test_each_malformed_tool_rule_is_named_by_its_line() -> None:
+    text = """\
+[policies.coding.tools]
+allow = ["Read", "Bash(npm test"]
+deny  = [
+  "Bash(rm -rf *)",
+  "WebFetch(docs.python.org)",
+  "Edit()",
+]
+ask = "Bash(git push *)"
+allowed = []
+"""
+    found = [(m.line, m.field, m.rule) for m in mistakes(text)]
+    assert found == [
+        (2, "policies.coding.tools.allow[1]", "'Bash(npm test' is not a tool rule: missing ')' at the end"),
+        (
+            5,
+            "policies.coding.tools.deny[1]",
+            "'WebFetch(docs.python.org)' is not a tool rule: a WebFetch rule is WebFetch(domain:<host>), "
+            "like domain:example.com or domain:*.example.com",
+        ),
+        (
+            6,
+            "policies.coding.tools.deny[2]",
+            "'Edit()' is not a tool rule: an empty specifier: write Edit alone for every use",
+        ),
+        (8, "policies.coding.tools.ask", "must be a list (got a string)"),
+        (9, "policies.coding.tools.allowed", "is not a list of tool rules; the lists are allow, ask, deny"),
+    ]
+    assert mistakes('[policies.a.tools]\ndeny = ["Read", "Read"]\n')[0].rule == "names Read more than once"
