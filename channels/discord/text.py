@@ -56,8 +56,9 @@ FORMAT_EXAMPLES = {
 ZERO_WIDTH_SPACE = "\u200b"
 
 
-_MARKUP = re.compile(r"([\\*_~|`\[\]<>])")
-"""Characters Discord reads as markup anywhere in a line (``(`` and ``)`` only follow a ``]``)."""
+_MARKUP = str.maketrans({char: "\\" + char for char in "\\*_~|`[]<>"})
+"""Characters Discord reads as markup anywhere in a line (``(`` and ``)`` only follow a ``]``), each
+escaped with a backslash (a translation table: one pass in C, whatever the text holds)."""
 _LINE_MARKER = re.compile(r"^([ \t]*)(?:([#>+-])|(\d+)([.)]))", re.MULTILINE)
 """What starts a heading, quote, list item or subtext (``-#``) at the start of a line."""
 _WEB_ADDRESS = re.compile(r"https?://[^\s<>]+")
@@ -86,7 +87,7 @@ def escape(text: str, *, line_start: bool = True, links: bool = True) -> str:
 
 
 def _escape_words(text: str, line_start: bool) -> str:
-    escaped = _MARKUP.sub(r"\\\1", text)
+    escaped = text.translate(_MARKUP)
 
     def marker(match: re.Match[str]) -> str:
         if match.start() == 0 and not line_start:

@@ -44,6 +44,9 @@ def fit(blocks: Sequence[Block], size: Size, budget: int) -> tuple[list[Block], 
 
 def _largest_part(block: Block, size: Size, budget: int) -> Block | None:
     """The largest leading part of ``block`` within ``budget``, or ``None`` if not even a word fits."""
+    line = _one_line(block)
+    if line is not None:
+        return _line_part(block, line, size, budget)
     pieces = _pieces(block)
     if pieces is None:
         return None
@@ -63,18 +66,54 @@ def _largest_part(block: Block, size: Size, budget: int) -> Block | None:
     return None if first is None else _join(block, [first])
 
 
+def _one_line(block: Block) -> str | None:
+    """The text of a block that is one line (a code line, a paragraph without breaks), else ``None``."""
+    if isinstance(block, Code):
+        return None if "\n" in block.text else block.text
+    if isinstance(block, Paragraph | Heading):
+        return None if any(run.text == "\n" for run in block.runs) else "".join(r.text for r in block.runs)
+    return None
+
+
+def _line_part(block: Block, text: str, size: Size, budget: int) -> Block | None:
+    """The largest leading part of a one-line block within ``budget``: cut after a word, or inside
+    the first word when not even that fits. A binary search over the cut's offset, so a line of
+    thousands of words is measured a few dozen times, not once a word."""
+    ends = [match.end() for match in _WORDS.finditer(text)]
+    first = _longest_prefix(block, ends, size, budget)
+    if first is not None or not ends:
+        return first
+    word = ends[0]
+    step = max(1, word // 64)
+    return _longest_prefix(block, list(range(step, word, step)), size, budget)
+
+
+def _longest_prefix(block: Block, ends: list[int], size: Size, budget: int) -> Block | None:
+    low, high = 0, len(ends)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(_prefix(block, ends[middle - 1])) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return _prefix(block, ends[low - 1]) if low else None
+
+
+def _prefix(block: Block, end: int) -> Block:
+    if isinstance(block, Code):
+        return replace(block, text=block.text[:end])
+    assert isinstance(block, Paragraph | Heading)
+    return replace(block, runs=_slice_runs(block.runs, 0, end))
+
+
 def _pieces(block: Block) -> list[Block] | None:
     """``block`` in the smallest pieces a cut may fall between, or ``None`` if it has none."""
     if isinstance(block, Code):
         lines = block.text.split("\n")
-        if len(lines) > 1:
-            return [replace(block, text=line) for line in lines]
-        return _word_pieces(block, block.text, lambda text: replace(block, text=text))
+        return [replace(block, text=line) for line in lines]
     if isinstance(block, Paragraph | Heading):
         run_lines = _split_runs(block.runs)
-        if len(run_lines) > 1:
-            return [replace(block, runs=line) for line in run_lines]
-        return _word_pieces(block, "".join(r.text for r in block.runs), None)
+        return [replace(block, runs=line) for line in run_lines]
     if isinstance(block, Quote):
         if len(block.blocks) != 1:
             return [Quote((child,)) for child in block.blocks] or None
@@ -91,28 +130,6 @@ def _pieces(block: Block) -> list[Block] | None:
     if isinstance(block, Table):
         return [replace(block, rows=(row,)) for row in block.rows] if len(block.rows) > 1 else None
     return None
-
-
-def _word_pieces(block: Block, text: str, make: Callable[[str], Block] | None) -> list[Block] | None:
-    """A one-line block cut at its spaces (or, for one long word, its characters)."""
-    parts = _WORDS.findall(text)
-    if len(parts) > 1:
-        pass
-    elif len(text) > 1:
-        step = max(1, len(text) // 64)
-        parts = [text[i : i + step] for i in range(0, len(text), step)]
-    else:
-        return None
-    if make is not None:
-        return [make(part) for part in parts]
-    assert isinstance(block, Paragraph | Heading)
-    # The pieces of a styled line keep their runs' styles: cut the runs at the same offsets.
-    pieces: list[Block] = []
-    offset = 0
-    for part in parts:
-        pieces.append(replace(block, runs=_slice_runs(block.runs, offset, offset + len(part))))
-        offset += len(part)
-    return pieces
 
 
 def _join(block: Block, pieces: Sequence[Block]) -> Block:

@@ -178,7 +178,7 @@ class _Builder:
     def runs(self, token: Token) -> Runs:
         """An inline token's content as runs, or as its text once the markup budget is spent."""
         text = token.content
-        markup = sum(1 for char in text if char in MARKUP_CHARS)
+        markup = sum(text.count(char) for char in MARKUP_CHARS)
         if markup > MAX_INLINE_MARKUP_CHARS or markup > self.markup_left:
             return (Run(text),) if text else ()
         self.markup_left -= markup

@@ -32,7 +32,9 @@ from schemas.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Event = Literal["created", "posted", "reminded", "escalated", "opened", "refused", "approved", "ended"]
+Event = Literal[
+    "created", "posted", "reminded", "escalated", "opened", "refused", "approved", "ended", "decided"
+]
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "created": ("caller", "policy", "channels", "target"),
@@ -43,6 +45,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "refused": ("who", "where", "why"),
     "approved": ("who", "where", "count", "of"),
     "ended": ("outcome", "who", "name", "where", "reason", "answer"),
+    "decided": ("caller", "policy", "tool", "behavior", "rule"),
 }
 """The fields each event may carry besides ``event`` and ``at``; ``record`` refuses any other."""
 

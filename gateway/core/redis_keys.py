@@ -110,6 +110,14 @@ def mcp_session(session_id: str) -> str:
     return f"{PREFIX}:mcp-session:{{{session_id}}}"
 
 
+def session_tool_rules(session_id: str) -> str:
+    """Set of the tool rules "Allow for this session" added on one 2025-11-25 MCP session
+    (``Bash(npm test)``, ``mcp__github__x``), so a client that ignores ``updatedPermissions`` is not
+    asked again (docs/permissions.md#allow-for-this-session). TTL: ``SESSION_TTL`` of
+    ``gateway.mcp.session_registry``, from the last rule added."""
+    return f"{PREFIX}:session-tools:{{{session_id}}}"
+
+
 def mcp_sessions_of(owner: str) -> str:
     """Sorted set: the open 2025-11-25 MCP sessions of one caller identity (id -> expiry in ms),
     which caps how many one caller keeps, plus the slots reserved for sessions being opened

@@ -15,24 +15,27 @@ come back in ``updatedInput``.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any
 
 import anyio
 import mcp_types as types
 
+from gateway.core.audit import audit_settings
 from gateway.core.waiting import ResultSource
 from gateway.mcp import ask_user_question
 from gateway.mcp.arguments import Arguments, object_or_none
 from gateway.mcp.call import Call, Question
 from gateway.mcp.texts import text_result
+from gateway.permissions.decisions import Decided, by_policy, by_session, record_decision, remember
 from gateway.permissions.describe import describe_call
 from gateway.permissions.results import allow, allow_for_session, denial_of, deny, permission_result
-from gateway.permissions.session_rule import session_rule
 from schemas.errors import HumangateError
 from schemas.models import Action, Outcome
+from schemas.tool_rules import session_rule
 
 NAME = "approval_prompt"
 
@@ -127,13 +130,45 @@ async def prepare(call: Call, raw: dict[str, Any] | None) -> Question | types.Ca
         return text_result(str(exc), error=True)
     if tool == ASK_USER_QUESTION:
         return _questions(call_input, settings.max_message_bytes, settings)
+    runtime = call.runtime
+    policy = runtime.service.policies.first_for(call.caller.name, call.caller.authenticated)
+    session_id = _session_id(call)
+    decided, asked = by_policy(policy, tool, call_input)
+    if decided is None and not asked:
+        decided = await by_session(runtime.redis, session_id, tool, call_input)
+    if decided is not None:
+        kept = audit_settings(settings)
+        await record_decision(
+            runtime.redis, kept, call.caller.identity, tool, decided, runtime.service.clock()
+        )
+        return permission_result(_decided(decided, call_input))
     rule = session_rule(tool, call_input)
     title = None if rule is None else session_title(rule)
     describe = partial(describe_call, call.caller.name, tool, call_input, settings.max_message_bytes)
     # A large input (up to 1 MiB) is read in a thread: diffing and masking it takes tens of ms.
     large = len(_compact(call_input)) > LARGE_INPUT_BYTES
     message = await anyio.to_thread.run_sync(describe) if large else describe()
-    return Question(None, message, decision_schema(title), result_of=_result_of(tool, call_input, rule))
+    remembering = partial(remember, runtime.redis, session_id)
+    return Question(
+        None, message, decision_schema(title), result_of=_result_of(call_input, rule, remembering)
+    )
+
+
+def _decided(decided: Decided, call_input: Mapping[str, Any]) -> dict[str, Any]:
+    if decided.behavior == "allow":
+        return allow(call_input)
+    return deny(f"Denied by policy '{decided.policy}': {decided.rule}")
+
+
+def _session_id(call: Call) -> str | None:
+    """The 2025-11-25 MCP session of the call, if its connection has one (2026-07-28 has none)."""
+    request = call.ctx.request
+    session_id = request.headers.get("mcp-session-id") if request is not None else None
+    return session_id or None
+
+
+_REMEMBERING: set[asyncio.Task[None]] = set()
+"""Session rules being written after a result (held so that they finish)."""
 
 
 def session_title(rule: tuple[str, str | None]) -> str:
@@ -145,11 +180,16 @@ def session_title(rule: tuple[str, str | None]) -> str:
 
 
 def _result_of(
-    tool: str, call_input: Mapping[str, Any], rule: tuple[str, str | None] | None
+    call_input: Mapping[str, Any],
+    rule: tuple[str, str | None] | None,
+    remembering: Callable[[str, str | None], Coroutine[Any, Any, None]],
 ) -> Callable[[Outcome, ResultSource], types.CallToolResult]:
     def result_of(outcome: Outcome, hf: ResultSource) -> types.CallToolResult:
         content = outcome.content or {}
         if outcome.action is Action.ACCEPT and content.get(DECISION) == SESSION and rule is not None:
+            task = asyncio.get_running_loop().create_task(remembering(*rule))
+            _REMEMBERING.add(task)
+            task.add_done_callback(_REMEMBERING.discard)
             return permission_result(allow_for_session(call_input, rule[0], rule[1]))
         if outcome.action is Action.ACCEPT and (
             content.get(DECISION) == ALLOW or content.get(APPROVE) is True
