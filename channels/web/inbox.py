@@ -19,8 +19,7 @@ from typing import Any
 
 from channels.approvers import approvals_text
 from channels.display import answered_values, clip, iso_time, outcome_summary, time_text
-from channels.document import document_of
-from channels.document.model import plain_text
+from channels.web.markdown import message_plain_text
 from channels.web.page import MAX_REASON_CHARS, TEMPLATES, Shown, form_parts, remaining_text, shown_message
 from schemas.models import HumanFunction
 
@@ -65,8 +64,7 @@ class InboxItem:
     @property
     def preview(self) -> str:
         """The message's plain text on one line, clipped: what the agent wrote, without its markup."""
-        text = plain_text(document_of(self.message).blocks)
-        return clip(" ".join(text.split()), PREVIEW_CHARS)
+        return clip(" ".join(message_plain_text(self.message).split()), PREVIEW_CHARS)
 
     def data(self) -> dict[str, Any]:
         """The item as the live updates send it (JSON; the script sets every string as text)."""

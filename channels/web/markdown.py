@@ -35,6 +35,7 @@ from channels.document.model import (
     Table,
     diff_kind,
     is_diff,
+    plain_text,
 )
 
 HEADING_SHIFT = 2
@@ -118,6 +119,11 @@ def message_html(text: str) -> str:
     """An agent's text (``HUMANGATE_MESSAGE_FORMAT`` honoured) as cleaned HTML, ready to be put in a
     page as it is (Jinja: ``| safe`` on this value only)."""
     return clean(render_document(document_of(text)))
+
+
+def message_plain_text(text: str) -> str:
+    """An agent's text without its markup (the inbox's preview, the MCP App's text content)."""
+    return plain_text(document_of(text).blocks)
 
 
 def clean(fragment: str) -> str:

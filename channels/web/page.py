@@ -3,10 +3,10 @@
 Everything the agent sends (message, schema titles, descriptions, defaults, options) is untrusted,
 so it only ever reaches the page through Jinja2 with autoescape on, and the Python side builds plain
 data for the templates, never markup; the one exception is the message, which the renderer
-(``channels.web.markdown``) turns into escaped, ``nh3``-cleaned HTML. The pages load nothing from anywhere: their one ``<style>`` and
-one ``<script>`` carry the response's CSP nonce, and there are no inline event handlers, so they work
-under ``default-src 'none'; script-src 'nonce-X'; style-src 'nonce-X'``. The form works without
-JavaScript; the script only runs the countdown.
+(``channels.web.markdown``) turns into escaped, ``nh3``-cleaned HTML. The pages load nothing from
+anywhere: their one ``<style>`` and one ``<script>`` carry the response's CSP nonce, and there are no
+inline event handlers, so they work under ``default-src 'none'; script-src 'nonce-X'; style-src
+'nonce-X'``. The form works without JavaScript; the script only runs the countdown.
 
 Form encoding (what ``channels.web.post.parse_form`` reads back): each property posts as ``f.<name>``; a
 boolean posts a hidden ``false`` followed by its checkbox's ``true``, so it always arrives as

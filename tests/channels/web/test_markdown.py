@@ -51,7 +51,7 @@ def test_the_rich_request_has_every_construct_as_its_element() -> None:
     assert (runbook["href"], runbook.words) == ("https://wiki.example.com/runbook", "runbook")
     assert runbook["rel"] == "noopener noreferrer nofollow" and runbook["target"] == "_blank"
     assert "(wiki.example.com)" in doc.all("p")[0].words
-    (bullets,) = [node for node in doc.all("ul")]
+    (bullets,) = doc.all("ul")
     items = [li for li in bullets.children if isinstance(li, Node)]
     assert [li.tag for li in items] == ["li", "li", "li"]
     assert items[0].one("code").words == "payments"
