@@ -7,15 +7,19 @@ agent's ``<script>`` arrives as the text ``<script>``. Then the whole fragment g
 with an explicit allow-list of tags, attributes, classes and URL schemes (http, https, mailto), which
 proves it: whatever the renderer might get wrong, nothing outside the list survives.
 
-The markup uses classes, never ``style`` attributes: the pages' Content-Security-Policy allows only
-their own nonce'd ``<style>`` (channels/web/headers.py), which colours the classes. Email adds its
-inline styles after cleaning (``channels.email.styling``).
+The pages' markup uses classes, never ``style`` attributes: their Content-Security-Policy allows
+only their own nonce'd ``<style>`` (channels/web/headers.py), which colours the classes. Email needs
+inline styles (mail clients drop ``<style>``): given a table of ``Styles``, the renderer writes each
+element's ``style`` from it, and that cleaner allows on each tag exactly those strings and no other
+(``cleaner(styles)``), so no style can come from anywhere but the table.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
+from functools import cache
 from itertools import groupby
 
 import nh3
@@ -89,6 +93,10 @@ ATTRIBUTES = {
 """Every attribute it may carry, per tag (plus ``rel`` and ``target`` on links, set by ``nh3``)."""
 
 
+Styles = Mapping[str, str]
+"""Inline styles by ``tag``, ``tag.class`` (one of ours) or ``pre code``: the email's look."""
+
+
 def _attribute(tag: str, name: str, value: str) -> str | None:
     """``nh3``'s last word on each attribute: our classes and one language class only, a whole-number
     ``start``, and an absolute http/https/mailto ``href``."""
@@ -103,22 +111,32 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
     return value
 
 
-_CLEANER = nh3.Cleaner(
-    tags=set(TAGS),
-    attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
-    attribute_filter=_attribute,
-    url_schemes=set(SAFE_SCHEMES),
-    url_relative="deny",
-    link_rel=LINK_REL,
-    set_tag_attribute_values={"a": {"target": "_blank"}},
-    strip_comments=True,
-)
+@cache
+def cleaner(styles: tuple[tuple[str, str], ...] = ()) -> nh3.Cleaner:
+    """The ``nh3`` cleaner of the allow-list; with ``styles`` (``tuple(sorted(table.items()))``), a
+    ``style`` on a tag is kept only when it is exactly one of the table's strings for that tag."""
+    allowed: dict[str, dict[str, set[str]]] = {}
+    for key, style in styles:
+        tag = key.split(" ")[-1].split(".")[0]
+        allowed.setdefault(tag, {}).setdefault("style", set()).add(style)
+    return nh3.Cleaner(
+        tags=set(TAGS),
+        attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
+        attribute_filter=_attribute,
+        tag_attribute_values=allowed,
+        url_schemes=set(SAFE_SCHEMES),
+        url_relative="deny",
+        link_rel=LINK_REL,
+        set_tag_attribute_values={"a": {"target": "_blank"}},
+        strip_comments=True,
+    )
 
 
-def message_html(text: str) -> str:
+def message_html(text: str, styles: Styles | None = None) -> str:
     """An agent's text (``HUMANGATE_MESSAGE_FORMAT`` honoured) as cleaned HTML, ready to be put in a
-    page as it is (Jinja: ``| safe`` on this value only)."""
-    return clean(render_document(document_of(text)))
+    page as it is (Jinja: ``Markup`` of this value only); ``styles``: with those inline styles."""
+    table = tuple(sorted((styles or {}).items()))
+    return cleaner(table).clean(render_document(document_of(text), styles))
 
 
 def message_plain_text(text: str) -> str:
@@ -128,105 +146,122 @@ def message_plain_text(text: str) -> str:
 
 def clean(fragment: str) -> str:
     """``fragment`` with nothing outside the allow-list (tags, attributes, classes, schemes)."""
-    return _CLEANER.clean(fragment)
+    return cleaner().clean(fragment)
 
 
-def render_document(document: Document) -> str:
+def render_document(document: Document, styles: Styles | None = None) -> str:
     """The HTML of ``document`` before cleaning: escaped text in our own markup only."""
-    if document.flattened:
-        return "".join(_literal(block) for block in document.blocks)
-    return "".join(render_block(block) for block in document.blocks)
+    return _Writer(styles or {}).document(document)
 
 
-def _literal(block: Block) -> str:
-    text = block.runs[0].text if isinstance(block, Paragraph) and block.runs else ""
-    return f'<p class="{LITERAL}">{_e(text)}</p>'
+class _Writer:
+    """Writes the model as HTML; every start tag goes through ``open``, which adds the class and,
+    for email, the style of the table."""
 
+    def __init__(self, styles: Styles) -> None:
+        self.styles = {key: _e(style) for key, style in styles.items()}
 
-def render_block(block: Block) -> str:
-    """One block as HTML."""
-    if isinstance(block, Paragraph):
-        return f"<p>{render_runs(block.runs)}</p>"
-    if isinstance(block, Heading):
-        level = min(6, block.level + HEADING_SHIFT)
-        return f"<h{level}>{render_runs(block.runs)}</h{level}>"
-    if isinstance(block, Code):
-        return _code(block)
-    if isinstance(block, Quote):
-        return "<blockquote>" + "".join(render_block(child) for child in block.blocks) + "</blockquote>"
-    if isinstance(block, ListBlock):
-        return _list(block)
-    if isinstance(block, Table):
-        return _table(block)
-    if isinstance(block, Rule):
-        return "<hr>"
-    return ""
+    def open(self, tag: str, cls: str = "", extra: str = "", *, key: str = "") -> str:
+        attrs = f' class="{cls}"' if cls else ""
+        style = self.styles.get(key) or (self.styles.get(f"{tag}.{cls}") if cls else None)
+        style = style or self.styles.get(tag)
+        attrs += extra + (f' style="{style}"' if style else "")
+        return f"<{tag}{attrs}>"
 
+    def document(self, document: Document) -> str:
+        if document.flattened:
+            return "".join(self.literal(block) for block in document.blocks)
+        return "".join(self.block(block) for block in document.blocks)
 
-def _code(block: Code) -> str:
-    language = block.language.lower()
-    attr = f' class="language-{_e(language)}"' if _LANGUAGE.fullmatch(f"language-{language}") else ""
-    if not is_diff(block):
-        return f"<pre><code{attr}>{_e(block.text)}</code></pre>"
-    # Each line's span holds its newline, so a span drawn as a block adds no empty line between.
-    lines = [f"{line}\n" for line in block.text.split("\n")]
-    lines[-1] = lines[-1].removesuffix("\n")
-    spans = "".join(f'<span class="{DIFF_LINE[diff_kind(line)]}">{_e(line)}</span>' for line in lines)
-    return f'<pre class="{DIFF}"><code{attr}>{spans}</code></pre>'
+    def literal(self, block: Block) -> str:
+        text = block.runs[0].text if isinstance(block, Paragraph) and block.runs else ""
+        return f"{self.open('p', LITERAL)}{_e(text)}</p>"
 
+    def block(self, block: Block) -> str:
+        """One block as HTML."""
+        if isinstance(block, Paragraph):
+            return f"{self.open('p')}{self.runs(block.runs)}</p>"
+        if isinstance(block, Heading):
+            level = min(6, block.level + HEADING_SHIFT)
+            return f"{self.open(f'h{level}')}{self.runs(block.runs)}</h{level}>"
+        if isinstance(block, Code):
+            return self.code(block)
+        if isinstance(block, Quote):
+            inner = "".join(self.block(child) for child in block.blocks)
+            return f"{self.open('blockquote')}{inner}</blockquote>"
+        if isinstance(block, ListBlock):
+            return self.list(block)
+        if isinstance(block, Table):
+            return self.table(block)
+        if isinstance(block, Rule):
+            return self.open("hr")
+        return ""
 
-def _list(block: ListBlock) -> str:
-    tag = "ol" if block.ordered else "ul"
-    start = f' start="{block.start}"' if block.ordered and block.start != 1 else ""
-    items = "".join(f"<li>{_item(item)}</li>" for item in block.items)
-    return f"<{tag}{start}>{items}</{tag}>"
+    def code(self, block: Code) -> str:
+        language = block.language.lower()
+        lang = f"language-{language}" if _LANGUAGE.fullmatch(f"language-{language}") else ""
+        code = self.open("code", _e(lang), key="pre code")
+        if not is_diff(block):
+            return f"{self.open('pre')}{code}{_e(block.text)}</code></pre>"
+        # Each line's span holds its newline, so a span drawn as a block adds no empty line between.
+        lines = [f"{line}\n" for line in block.text.split("\n")]
+        lines[-1] = lines[-1].removesuffix("\n")
+        spans = "".join(f"{self.open('span', DIFF_LINE[diff_kind(line)])}{_e(line)}</span>" for line in lines)
+        return f"{self.open('pre', DIFF)}{code}{spans}</code></pre>"
 
+    def list(self, block: ListBlock) -> str:
+        tag = "ol" if block.ordered else "ul"
+        start = f' start="{block.start}"' if block.ordered and block.start != 1 else ""
+        items = "".join(f"{self.open('li')}{self.item(item)}</li>" for item in block.items)
+        return f"{self.open(tag, extra=start)}{items}</{tag}>"
 
-def _item(blocks: tuple[Block, ...]) -> str:
-    """A list item: a lone paragraph is written without its ``<p>``, so a tight list stays tight."""
-    paragraphs = sum(1 for block in blocks if isinstance(block, Paragraph))
-    if paragraphs == 1 and blocks and isinstance(blocks[0], Paragraph):
-        return render_runs(blocks[0].runs) + "".join(render_block(block) for block in blocks[1:])
-    return "".join(render_block(block) for block in blocks)
+    def item(self, blocks: tuple[Block, ...]) -> str:
+        """A list item: a lone paragraph is written without its ``<p>``, so a tight list stays tight."""
+        paragraphs = sum(1 for block in blocks if isinstance(block, Paragraph))
+        if paragraphs == 1 and blocks and isinstance(blocks[0], Paragraph):
+            return self.runs(blocks[0].runs) + "".join(self.block(block) for block in blocks[1:])
+        return "".join(self.block(block) for block in blocks)
 
+    def table(self, block: Table) -> str:
+        def cell(tag: str, runs: Runs, column: int) -> str:
+            align = block.aligns[column] if column < len(block.aligns) else None
+            return f"{self.open(tag, ALIGN[align] if align else '')}{self.runs(runs)}</{tag}>"
 
-def _table(block: Table) -> str:
-    def cell(tag: str, runs: Runs, column: int) -> str:
-        align = block.aligns[column] if column < len(block.aligns) else None
-        attr = f' class="{ALIGN[align]}"' if align else ""
-        return f"<{tag}{attr}>{render_runs(runs)}</{tag}>"
+        tr = self.open("tr")
+        head = "".join(cell("th", runs, i) for i, runs in enumerate(block.head))
+        rows = "".join(
+            tr + "".join(cell("td", runs, i) for i, runs in enumerate(row)) + "</tr>" for row in block.rows
+        )
+        body = f"{self.open('tbody')}{rows}</tbody>" if rows else ""
+        table = f"{self.open('table')}{self.open('thead')}{tr}{head}</tr></thead>{body}</table>"
+        return f"{self.open('div', TABLE_WRAP)}{table}</div>"
 
-    head = "".join(cell("th", runs, i) for i, runs in enumerate(block.head))
-    rows = "".join(
-        "<tr>" + "".join(cell("td", runs, i) for i, runs in enumerate(row)) + "</tr>" for row in block.rows
-    )
-    body = f"<tbody>{rows}</tbody>" if rows else ""
-    return f'<div class="{TABLE_WRAP}"><table><thead><tr>{head}</tr></thead>{body}</table></div>'
+    def runs(self, runs: Runs) -> str:
+        """Inline runs as HTML: one ``<a>`` around each stretch of runs with the same address."""
+        out: list[str] = []
+        for href, group in groupby(runs, key=lambda run: run.href):
+            inner = "".join(self.run(run) for run in group)
+            out.append(f"{self.open('a', extra=f' href={_q(href)}')}{inner}</a>" if href else inner)
+        return "".join(out)
 
-
-def render_runs(runs: Runs) -> str:
-    """Inline runs as HTML: one ``<a>`` around each stretch of runs with the same address."""
-    out: list[str] = []
-    for href, group in groupby(runs, key=lambda run: run.href):
-        inner = "".join(_run(run) for run in group)
-        out.append(f'<a href="{_e(href)}">{inner}</a>' if href else inner)
-    return "".join(out)
-
-
-def _run(run: Run) -> str:
-    if run.text == "\n":
-        return "<br>"
-    text = "<br>".join(_e(part) for part in run.text.split("\n"))
-    if run.code:
-        text = f"<code>{text}</code>"
-    if run.strike:
-        text = f"<del>{text}</del>"
-    if run.italic:
-        text = f"<em>{text}</em>"
-    if run.bold:
-        text = f"<strong>{text}</strong>"
-    return text
+    def run(self, run: Run) -> str:
+        if run.text == "\n":
+            return "<br>"
+        text = "<br>".join(_e(part) for part in run.text.split("\n"))
+        if run.code:
+            text = f"{self.open('code')}{text}</code>"
+        if run.strike:
+            text = f"<del>{text}</del>"
+        if run.italic:
+            text = f"<em>{text}</em>"
+        if run.bold:
+            text = f"<strong>{text}</strong>"
+        return text
 
 
 def _e(text: str) -> str:
     return html.escape(text, quote=True)
+
+
+def _q(text: str) -> str:
+    return f'"{_e(text)}"'

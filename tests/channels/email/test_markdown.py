@@ -8,8 +8,8 @@ import time
 import pytest
 
 from channels.email.letter import Letter, request_letter
-from channels.email.markdown import STYLES, email_message_html, styled
-from channels.web.markdown import message_html
+from channels.email.markdown import STYLES, email_message_html
+from channels.web.markdown import cleaner, message_html
 from tests.channels.markdown_cases import HOSTILE, HOSTILE_IDS, RICH, Hostile, is_safe_href
 from tests.channels.web.test_channel import NOW, make_hf, parse_html
 
@@ -47,12 +47,21 @@ def test_the_html_alternative_is_the_rendering_with_a_mail_style_on_each_element
     assert [n.tag for n in doc.all()] == [n.tag for n in bare.all()] and doc.text == bare.text
 
 
-def test_styling_writes_the_cleaned_text_back_escaped() -> None:
-    cleaned = message_html('`<b>` &amp; <script>x</script> [a](https://x.example/?a=1&b="2")')
-    assert styled(cleaned).count("<") == cleaned.count("<")  # no tag appears from an escaped one
-    doc = parse_html(styled(cleaned))
-    assert "<b>" in doc.words and "<script>x</script>" in doc.words
-    assert doc.one("a")["href"] == "https://x.example/?a=1&b=%222%22"
+def test_the_cleaner_keeps_only_our_styles_each_on_its_own_tag() -> None:
+    mail = cleaner(tuple(sorted(STYLES.items())))
+    fragment = (
+        '<p style="position:fixed;top:0">a</p><p style="margin:0 0 10px">b</p>'
+        f'<span style="{STYLES["p"]}">c</span><strong style="{STYLES["p"]}">d</strong>'
+    )
+    doc = parse_html(mail.clean(fragment))
+    assert [(node.tag, node.attrs.get("style")) for node in doc.all()] == [
+        ("p", None),
+        ("p", STYLES["p"]),
+        ("span", None),
+        ("strong", None),
+    ]
+    escaped = parse_html(email_message_html('`<b style="x">` &amp; <script>x</script>'))
+    assert '<b style="x">' in escaped.words and "<script>x</script>" in escaped.words
 
 
 @pytest.mark.parametrize("case", HOSTILE, ids=HOSTILE_IDS)
