@@ -269,6 +269,7 @@ async def test_no_standalone_stream_is_offered_so_sessions_stay_small(start_gate
             "ask_user_question",
             "request_human_input",
             "request_user_input",
+            "approval_prompt",
             "answer_request",
             "show_message",
         ]
