@@ -10,6 +10,7 @@ from __future__ import annotations
 from channels.web.form import MAX_FORM_FIELDS
 from channels.web.headers import hardened_headers, new_nonce, page_headers, page_response
 from channels.web.inbox import INBOX_VIA, TrailRow, answered_by, item_of, render_inbox, render_sign_in
+from channels.web.markdown import message_html, message_plain_text
 from channels.web.page import (
     render_home_page,
     render_notice_page,
@@ -25,6 +26,8 @@ __all__ = [
     "answered_by",
     "hardened_headers",
     "item_of",
+    "message_html",
+    "message_plain_text",
     "new_nonce",
     "page_headers",
     "page_response",

@@ -2,9 +2,10 @@
 
 Email only tells (docs/email.md): the request's letter carries the agent's message, the fields
 asked, who may answer, the deadline in words and one link, a plain ``<a>`` drawn as a button, to
-the request's web form, where the answer is given. Everything from the agent or a person is escaped
-in the HTML; the HTML has inline styles only (mail clients drop ``<style>`` and scripts), in one
-narrow column that reads on a phone. Every letter says that replies are not read.
+the request's web form, where the answer is given. The message is the agent's Markdown in the text
+and its rendering in the HTML (``channels.email.markdown``); everything else from the agent or a
+person is escaped in the HTML. The HTML has inline styles only (mail clients drop ``<style>`` and
+scripts), in one narrow column that reads on a phone. Every letter says that replies are not read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ from channels.display import (
     range_text,
     time_text,
 )
+from channels.document import document_of
+from channels.document.model import first_line
+from channels.email.markdown import email_message_html, message_text
 from schemas.flat import is_required, kind_of, options_of
 from schemas.models import HumanFunction
 from schemas.results import duration_text
@@ -75,9 +79,9 @@ class Letter:
 
 
 def subject_of(hf: HumanFunction) -> str:
-    """``Input needed: Deploy v2 to production?``: the first line of the agent's message, on one line."""
-    first = next((line for line in hf.message.splitlines() if line.strip()), hf.message)
-    summary = _SPACE.sub(" ", first).strip() or "a request"
+    """``Input needed: Deploy v2 to production?``: the first line of the agent's message as plain
+    text (without its Markdown), on one line."""
+    summary = _SPACE.sub(" ", first_line(document_of(hf.message))).strip() or "a request"
     return SUBJECT_PREFIX + clip(summary, SUBJECT_CHARS)
 
 
@@ -148,7 +152,7 @@ def request_letter(hf: HumanFunction, form_url: str, now: float) -> Letter:
     asked = fields_asked(hf)
     who = who_answers(hf)
     deadline = deadline_words(hf.deadline, now)
-    text = [f"{hf.requester} asks:", "", hf.message, ""]
+    text = [f"{hf.requester} asks:", "", message_text(hf.message), ""]
     if asked:
         text += ["Fields on the form:"]
         text += [f"- {label}: {words}" + (f". {about}" if about else "") for label, words, about in asked]
@@ -162,7 +166,7 @@ def request_letter(hf: HumanFunction, form_url: str, now: float) -> Letter:
     )
     body = (
         f'<p style="margin:0 0 8px;{_MUTED}">{_e(hf.requester)} asks:</p>'
-        f'<div style="margin:0 0 16px;white-space:pre-wrap;font-size:16px">{_e(hf.message)}</div>'
+        f'<div style="margin:0 0 16px;font-size:16px">{email_message_html(hf.message)}</div>'
         + (
             f'<p style="margin:0 0 4px;font-weight:600">Fields on the form</p>'
             f'<ul style="margin:0 0 16px;padding-left:20px">{rows}</ul>'

@@ -5,8 +5,9 @@ The list, the request and its form are drawn on the server, so the inbox works w
 its one script (``inbox_script.js``, under the page's CSP nonce) adds live updates, countdowns,
 notices and keyboard shortcuts. The form is the web form's (``channels.web.page.form_parts`` and the
 shared ``web_fields.html``), posted to ``/inbox/<id>`` with the session's CSRF token. Every string from
-an agent reaches the page through autoescaped Jinja, and the script only ever sets it as text; the
-live updates carry ``InboxItem.data()`` as JSON.
+an agent reaches the page through autoescaped Jinja (the message as the renderer's cleaned HTML,
+``channels.web.markdown``), and the script only ever sets it as text; the live updates carry
+``InboxItem.data()`` as JSON, whose preview is the message's plain text.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from channels.approvers import approvals_text
 from channels.display import answered_values, clip, iso_time, outcome_summary, time_text
-from channels.web.page import MAX_REASON_CHARS, TEMPLATES, Shown, form_parts, remaining_text
+from channels.web.markdown import message_plain_text
+from channels.web.page import MAX_REASON_CHARS, TEMPLATES, Shown, form_parts, remaining_text, shown_message
 from schemas.models import HumanFunction
 
 INBOX_VIA = "inbox"
@@ -61,7 +63,8 @@ class InboxItem:
 
     @property
     def preview(self) -> str:
-        return clip(" ".join(self.message.split()), PREVIEW_CHARS)
+        """The message's plain text on one line, clipped: what the agent wrote, without its markup."""
+        return clip(" ".join(message_plain_text(self.message).split()), PREVIEW_CHARS)
 
     def data(self) -> dict[str, Any]:
         """The item as the live updates send it (JSON; the script sets every string as text)."""
@@ -146,6 +149,7 @@ def render_inbox(
         left_of={item.id: remaining_text(item.deadline - now) for item in items},
         now=f"{now:.3f}",
         current=current,
+        message=shown_message(current.message) if current is not None else "",
         fields=fields,
         summary=summary,
         reason=reason,

@@ -2,10 +2,11 @@
 
 Everything the agent sends (message, schema titles, descriptions, defaults, options) is untrusted,
 so it only ever reaches the page through Jinja2 with autoescape on, and the Python side builds plain
-data for the templates, never markup. The pages load nothing from anywhere: their one ``<style>`` and
-one ``<script>`` carry the response's CSP nonce, and there are no inline event handlers, so they work
-under ``default-src 'none'; script-src 'nonce-X'; style-src 'nonce-X'``. The form works without
-JavaScript; the script only runs the countdown.
+data for the templates, never markup; the one exception is the message, which the renderer
+(``channels.web.markdown``) turns into escaped, ``nh3``-cleaned HTML. The pages load nothing from
+anywhere: their one ``<style>`` and one ``<script>`` carry the response's CSP nonce, and there are no
+inline event handlers, so they work under ``default-src 'none'; script-src 'nonce-X'; style-src
+'nonce-X'``. The form works without JavaScript; the script only runs the countdown.
 
 Form encoding (what ``channels.web.post.parse_form`` reads back): each property posts as ``f.<name>``; a
 boolean posts a hidden ``false`` followed by its checkbox's ``true``, so it always arrives as
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from channels.base import RenderContext
 from channels.display import (
@@ -36,6 +38,7 @@ from channels.display import (
     range_text,
     time_text,
 )
+from channels.web.markdown import message_html
 from channels.web.pattern import browser_pattern
 from schemas.flat import Kind, is_required, kind_of, options_of
 from schemas.models import HumanFunction, Person, Status
@@ -158,6 +161,7 @@ def render_page(
         nonce=nonce,
         title=_page_title(hf),
         hf=hf,
+        message=shown_message(hf.message),
         form_title=schema.get("title") if isinstance(schema.get("title"), str) else None,
         form_description=schema.get("description") if isinstance(schema.get("description"), str) else None,
         fields=fields,
@@ -174,6 +178,12 @@ def render_page(
         deadline_iso=iso_time(hf.deadline),
         signed_in=signed_in,
     )
+
+
+def shown_message(text: str) -> Markup:
+    """The agent's message as the pages show it: the renderer's cleaned HTML, the one value of
+    agent text the templates do not escape (``channels.web.markdown`` escapes and cleans it)."""
+    return Markup(message_html(text))
 
 
 def form_parts(
@@ -296,6 +306,7 @@ def _render_ended(hf: HumanFunction, *, nonce: str, notice: str | None, signed_i
         title=f"{_HEADINGS.get(hf.status, 'Ended')} · humangate",
         heading=_HEADINGS.get(hf.status, "Ended"),
         hf=hf,
+        message=shown_message(hf.message),
         status=hf.status.value,
         outcome=outcome,
         shown=shown,

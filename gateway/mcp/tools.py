@@ -15,6 +15,7 @@ from gateway.mcp import (
     elicit,
     request_human_input,
     request_user_input,
+    showing,
 )
 from gateway.mcp.asking import ResultOf
 from gateway.mcp.call import Call, Question
@@ -70,5 +71,6 @@ TOOLS: dict[str, ToolEntry] = {
     request_user_input.NAME: ToolEntry(request_user_input.TOOL, asking(request_user_input.parse_arguments)),
     approval_prompt.NAME: ToolEntry(approval_prompt.TOOL, approval_prompt.prepare),
     answering.NAME: ToolEntry(answering.TOOL, answering.answer_request),
+    showing.NAME: ToolEntry(showing.TOOL, showing.show_message),
 }
 """Every tool by name, in the order ``tools/list`` shows them."""

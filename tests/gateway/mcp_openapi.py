@@ -13,6 +13,7 @@ TOOLS = [
     "request_user_input",
     "approval_prompt",
     "answer_request",
+    "show_message",
 ]
 LEGACY_METHODS = [
     "ping",

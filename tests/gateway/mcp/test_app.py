@@ -6,6 +6,7 @@ the ``elicit`` call it sits beside. See docs/tools.md#the-inline-form."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,9 +18,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from playwright.async_api import FrameLocator, expect
 
 from tests.browser import OpenPage, Watched
+from tests.channels.markdown_cases import RICH
 from tests.conftest import StartGateway
 from tests.gateway.flows import start_call
-from tests.mcp_client import text_of
+from tests.mcp_client import call_elicit, text_of
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +34,7 @@ const post = (message) => frame.contentWindow.postMessage({jsonrpc: "2.0", ...me
 window.addEventListener("message", async (event) => {
   if (event.source !== frame.contentWindow) return;
   const msg = event.data;
-  window.seen.push(msg.method || "response");
+  window.seen.push(msg.method === "tools/call" ? `tools/call ${msg.params.name}` : msg.method || "response");
   if (msg.method === "ui/initialize") {
     post({id: msg.id, result: {protocolVersion: "2026-01-26", hostInfo: {name: "test-host", version: "1"},
       hostCapabilities: {serverTools: {}}, hostContext: {theme: "dark",
@@ -189,5 +191,44 @@ async def test_quick_choices_decline_and_cancel_in_one_click(
         assert text_of(result) == expected
         assert result.structured_content is not None
         await expect(app.locator("#status")).not_to_be_empty()
-        assert json.dumps(await watched.page.evaluate("window.seen")).count("tools/call") == 1
+        assert json.dumps(await watched.page.evaluate("window.seen")).count("tools/call answer_request") == 1
         assert await watched.problems() == []
+
+
+async def test_the_app_shows_the_message_as_the_servers_cleaned_html(
+    start_gateway: StartGateway, open_page: OpenPage
+) -> None:
+    gateway = start_gateway()
+    message = RICH + "\n\n[click me](javascript:alert(1)) <script>window.top.pwned=1</script>"
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    arguments = {"message": message, "schema": schema, "uiType": "web"}
+    call = start_call(gateway.url, arguments)
+    await call.wait_for_progress()
+    async with hosted(open_page, gateway.url, arguments) as (watched, app):
+        shown = app.locator("#message")
+        await expect(shown).to_have_class(re.compile(r"\brendered\b"))  # show_message's HTML is in
+        await expect(shown.locator("h4 strong")).to_have_text("v2.1")
+        await expect(shown.locator("li code").first).to_have_text("payments")
+        assert await shown.locator("ul > li").count() == 3 and await shown.locator("ol > li").count() == 2
+        assert await shown.locator("table th").all_inner_texts() == ["service", "cost", "owner"]
+        await expect(shown.locator("pre.hg-diff .hg-added")).to_have_text("+replicas: 4")
+        assert await shown.locator("script, img, iframe, [style]").count() == 0
+        assert await shown.locator("[href^='javascript:' i]").count() == 0
+        await expect(shown).to_contain_text("[click me](javascript:alert(1))")
+        await expect(shown).to_contain_text("<script>window.top.pwned=1</script>")
+        assert "tools/call show_message" in await watched.page.evaluate("window.seen")
+        await app.get_by_role("radio", name="Yes").click()
+        assert text_of(await call.result()) == 'User provided: {"ok":true}'
+        assert await watched.page.evaluate("window.pwned") is None
+        assert await watched.problems() == []
+
+
+async def test_show_message_renders_only_a_message_within_the_limit(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    shown = await call_elicit(gateway.url, {"message": "**hi** <b>x</b>"}, tool="show_message")
+    assert not shown.is_error and text_of(shown) == "hi <b>x</b>"
+    assert shown.structured_content == {"html": "<p><strong>hi</strong> &lt;b&gt;x&lt;/b&gt;</p>"}
+    wrong = await call_elicit(gateway.url, {"message": "x", "schema": {}}, tool="show_message")
+    assert wrong.is_error and text_of(wrong) == "Invalid arguments: unknown argument(s): schema"
+    big = await call_elicit(gateway.url, {"message": "x" * (32 * 1024 + 1)}, tool="show_message")
+    assert big.is_error and text_of(big) == "Invalid arguments: message: must be at most 32768 bytes"

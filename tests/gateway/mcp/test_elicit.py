@@ -67,10 +67,12 @@ async def test_tools_list_is_exactly_the_spec_tool(start_gateway: StartGateway, 
         "request_user_input",
         "approval_prompt",
         "answer_request",
+        "show_message",
     ]
-    assert tools["answer_request"]["_meta"] == {
-        "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}
-    }
+    for app_only in ("answer_request", "show_message"):
+        assert tools[app_only]["_meta"] == {
+            "ui": {"resourceUri": "ui://humangate/form.html", "visibility": ["app"]}
+        }
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -267,7 +269,9 @@ async def test_no_standalone_stream_is_offered_so_sessions_stay_small(start_gate
             "ask_user_question",
             "request_human_input",
             "request_user_input",
+            "approval_prompt",
             "answer_request",
+            "show_message",
         ]
 
 
