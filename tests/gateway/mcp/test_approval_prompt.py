@@ -3,14 +3,19 @@ does, a person answers on the web form, and the result is the one JSON text Clau
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import StartGateway
-from tests.gateway.flows import WAIT, post_form, start_call
+from tests.conftest import StartGateway, run_cli
+from tests.gateway.flows import FORM_LINK, WAIT, post_form, start_call
 from tests.mcp_client import ERAS, Era, call_elicit, text_of
 
 PUSH = {"tool_name": "Bash", "input": {"command": "git push origin main", "description": "Push the fix"}}
@@ -144,3 +149,105 @@ async def test_an_input_of_a_mebibyte_is_accepted_and_more_refused(start_gateway
         refused.is_error
         and text_of(refused) == "Invalid arguments: input: must be at most 1048576 bytes as JSON"
     )
+
+
+RULES = """\
+[policies.coding]
+callers = ["coder"]
+
+[policies.coding.tools]
+allow = ["Read", "Bash(npm test *)", "Bash(git status)", "WebFetch(domain:docs.python.org)"]
+ask   = ["Bash(git push *)"]
+deny  = ["Bash(rm -rf *)", "Edit(**/.env)", "mcp__github__delete_repository"]
+"""
+
+
+async def test_policy_rules_decide_at_once_and_the_audit_names_the_rule(
+    start_gateway: StartGateway, tmp_path: Path, redis_url: str
+) -> None:
+    policies = tmp_path / "policies.toml"
+    policies.write_text(RULES)
+    gateway = start_gateway(HUMANGATE_API_KEYS="coder:k-coder", HUMANGATE_POLICY_FILE=str(policies))
+    allowed = {"tool_name": "Bash", "input": {"command": "npm test -- --watch=false && git status"}}
+    assert decision(await call_elicit(gateway.url, allowed, tool="approval_prompt", api_key="k-coder")) == {
+        "behavior": "allow",
+        "updatedInput": allowed["input"],
+    }
+    for denied, rule in [
+        ({"tool_name": "Bash", "input": {"command": "npm test && rm -rf /"}}, "Bash(rm -rf *)"),
+        (
+            {
+                "tool_name": "Edit",
+                "input": {"file_path": "/repo/app/.env", "old_string": "a", "new_string": "b"},
+            },
+            "Edit(**/.env)",
+        ),
+        (
+            {"tool_name": "mcp__github__delete_repository", "input": {"repo": "a/b"}},
+            "mcp__github__delete_repository",
+        ),
+    ]:
+        result = decision(await call_elicit(gateway.url, denied, tool="approval_prompt", api_key="k-coder"))
+        assert result == {"behavior": "deny", "message": f"Denied by policy 'coding': {rule}"}
+    # git push is asked even though nothing allows it, and a person is asked for what no rule names.
+    for asked in (
+        {"tool_name": "Bash", "input": {"command": "git push origin main"}},
+        {"tool_name": "Write", "input": {"file_path": "/r/x", "content": ""}},
+    ):
+        call = start_call(gateway.url, asked, tool="approval_prompt", api_key="k-coder")
+        form = await call.form_url()
+        assert (await post_form(form, {"hg-action": "accept", "f.decision": "allow"})).status_code == 303
+        assert decision(await call.result())["behavior"] == "allow"
+    exported = run_cli("audit", "export", env={}, redis_url=redis_url)
+    assert exported.returncode == 0, exported.stderr
+    decided = [
+        event for line in exported.stdout.splitlines() if (event := json.loads(line))["event"] == "decided"
+    ]
+    assert sorted((event["behavior"], event["rule"]) for event in decided) == [
+        ("allow", "Bash(npm test *), Bash(git status)"),
+        ("deny", "Bash(rm -rf *)"),
+        ("deny", "Edit(**/.env)"),
+        ("deny", "mcp__github__delete_repository"),
+    ]
+    assert {(event["caller"], event["policy"]) for event in decided} == {("key:coder", "coding")}
+
+
+async def test_allow_for_this_session_is_remembered_for_the_mcp_session(start_gateway: StartGateway) -> None:
+    gateway = start_gateway()
+    async with (
+        create_mcp_http_client() as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http), mode="legacy") as client,
+    ):
+
+        async def call(arguments: dict[str, Any]) -> tuple[asyncio.Task[Any], asyncio.Queue[str]]:
+            links: asyncio.Queue[str] = asyncio.Queue()
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                if match := FORM_LINK.search(message or ""):
+                    links.put_nowait(match.group(1))
+
+            task = asyncio.create_task(
+                client.call_tool("approval_prompt", arguments, progress_callback=progress)
+            )
+            return task, links
+
+        first, links = await call(PUSH)
+        form = await asyncio.wait_for(links.get(), WAIT)
+        assert (await post_form(form, {"hg-action": "accept", "f.decision": "session"})).status_code == 303
+        assert (
+            decision(await first)["updatedPermissions"][0]["rules"][0]["ruleContent"]
+            == "git push origin main"
+        )
+        again, _ = await call(PUSH)  # the client ignored updatedPermissions: humangate remembers
+        assert decision(await asyncio.wait_for(again, WAIT)) == {
+            "behavior": "allow",
+            "updatedInput": PUSH["input"],
+        }
+        other, links = await call({"tool_name": "Bash", "input": {"command": "git push origin dev"}})
+        form = await asyncio.wait_for(links.get(), WAIT)  # another command: a person again
+        assert (await post_form(form, {"hg-action": "decline"})).status_code == 303
+        assert decision(await other)["behavior"] == "deny"
+    # Another session (a new connection) is asked again.
+    fresh = start_call(gateway.url, PUSH, tool="approval_prompt")
+    assert FORM_LINK.search(await fresh.form_url())
+    fresh.task.cancel()
