@@ -222,7 +222,7 @@ async def test_allow_for_this_session_is_remembered_for_the_mcp_session(start_ga
         async def call(arguments: dict[str, Any]) -> tuple[asyncio.Task[Any], asyncio.Queue[str]]:
             links: asyncio.Queue[str] = asyncio.Queue()
 
-            async def progress(done: float, total: float | None, message: str | None) -> None:
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
                 if match := FORM_LINK.search(message or ""):
                     links.put_nowait(match.group(1))
 
