@@ -227,7 +227,7 @@ async def test_allow_for_this_session_is_remembered_for_the_mcp_session(start_ga
                     links.put_nowait(match.group(1))
 
             task = asyncio.create_task(
-                client.call_tool("approval_prompt", arguments, progress_callback=progress)
+                client.call_tool("approval_prompt", arguments, progress_callback=on_progress)
             )
             return task, links
 
