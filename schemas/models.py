@@ -165,6 +165,9 @@ class HumanFunction(BaseModel):
     """The steps after the first that have fired (their approvers may answer too), in order."""
     posts: dict[int, dict[str, Any]] = Field(default_factory=dict)
     """Step index -> where that step posted (``refs``, as ``refs`` is for the first post)."""
+    tool_call: dict[str, Any] | None = None
+    """The tool call a permission prompt opened over REST asks about (``{"name", "input"}``;
+    docs/permissions.md#rest), so that its result gives the input back whichever process reads it."""
     status: Status = Status.PENDING
     outcome: Outcome | None = None
     refs: dict[str, Any] = Field(default_factory=dict)

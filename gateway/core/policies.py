@@ -256,7 +256,7 @@ def apply_policy(
     """The policy of a new request and what it sets. ``channel`` is the caller's ``uiType``
     (``None``: the default channel, or the policy's first configured channel when it does not allow
     the default); ``name`` is the policy a REST caller named (else its first matching policy)."""
-    policy = _policy_of(policies, caller, name)
+    policy = policy_of(policies, caller, name)
     chosen = channel or _default_of(policy, settings)
     if policy is not None and policy.channels is not None and chosen not in policy.channels:
         raise PolicyRefusedError(
@@ -282,7 +282,9 @@ def apply_policy(
     )
 
 
-def _policy_of(policies: Policies, caller: Caller, name: str | None) -> Policy | None:
+def policy_of(policies: Policies, caller: Caller, name: str | None = None) -> Policy | None:
+    """The policy a request of ``caller`` opens under: ``name`` (which must apply to the caller),
+    else its first matching one."""
     if name is None:
         return policies.first_for(caller.name, caller.authenticated)
     policy = policies.named(name)

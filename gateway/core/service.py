@@ -129,6 +129,7 @@ class HumanFunctionService:
         idle_timeout: float | None = None,
         other_fields: Mapping[str, str] | None = None,
         policy: str | None = None,
+        tool_call: dict[str, Any] | None = None,
     ) -> tuple[HumanFunction, Opened]:
         """Create and queue a Human Function in one step, or re-attach to an identical pending one,
         or hand out the kept result of an identical answered one (docs/human-functions.md#re-attaching).
@@ -164,6 +165,7 @@ class HumanFunctionService:
             form_secret=new_form_secret(),
             other_fields=dict(other_fields or {}),
             policy=policy_name,
+            tool_call=tool_call,
             target=applied.target,
             approvers=list(applied.policy.approvers) if applied.policy is not None else [],
             approvals_needed=applied.policy.approvals if applied.policy is not None else 1,

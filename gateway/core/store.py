@@ -108,6 +108,7 @@ def _doc(hf: HumanFunction) -> str:
             "steps",
             "remind",
             "mention",
+            "tool_call",
         },
         exclude_defaults=True,
     )

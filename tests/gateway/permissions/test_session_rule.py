@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.mcp.approval_prompt import session_title
+from gateway.permissions.prompt import session_title
 
 
 def test_the_button_names_the_rule_unless_it_is_too_long() -> None:
