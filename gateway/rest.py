@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from channels.registry import channel_literal
 from gateway.core import audit
@@ -22,6 +22,7 @@ from gateway.core.service import check_request
 from gateway.core.store import Opened
 from gateway.core.waiting import returned
 from gateway.errors import error_responses
+from gateway.permissions.prompt import compact, decision_of, plan
 from gateway.runtime import Runtime
 from schemas.errors import InvalidJsonError, UnknownRequestError
 from schemas.json_text import read_json
@@ -74,18 +75,35 @@ CREATE_EXAMPLE: dict[str, Any] = {
 """A valid request, shown in ``/docs`` and used by API testers as a starting point."""
 
 
+TOOL_EXAMPLE: dict[str, Any] = {"tool": {"name": "Bash", "input": {"command": "git push origin main"}}}
+"""A permission prompt (docs/permissions.md#rest)."""
+
+
+class ToolCall(BaseModel):
+    """A tool call a person (or the caller's policy rules) allows or denies (docs/permissions.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=256, description="The tool the agent wants to call")
+    input: dict[str, Any] = Field(description="The tool call's input, given back unchanged when allowed")
+
+
 class CreateRequest(BaseModel):
-    """The same arguments as the MCP ``elicit`` tool."""
+    """The same arguments as the MCP ``elicit`` tool, or a ``tool`` call to allow or deny (the MCP
+    ``approval_prompt`` tool's, docs/permissions.md#rest)."""
 
     model_config = ConfigDict(
         populate_by_name=True,
         extra="forbid",
-        json_schema_extra={"examples": [CREATE_EXAMPLE]},
+        json_schema_extra={"examples": [CREATE_EXAMPLE, TOOL_EXAMPLE]},
     )
 
-    message: str = Field(description="Message explaining what information is needed")
-    request_schema: dict[str, Any] = Field(
-        alias="schema", description="JSON Schema for requested data (flat object only)"
+    message: str | None = Field(None, description="Message explaining what information is needed")
+    request_schema: dict[str, Any] | None = Field(
+        None, alias="schema", description="JSON Schema for requested data (flat object only)"
+    )
+    tool: ToolCall | None = Field(
+        None, description="A tool call to allow or deny, instead of a message and a schema"
     )
     uiType: ChannelName | None = Field(None, description="UI platform to use")
     policy: str | None = Field(
@@ -93,6 +111,15 @@ class CreateRequest(BaseModel):
         description="The policy to open it under (docs/policies.md); it must apply to the caller. "
         "Left out: the caller's first matching policy, if any",
     )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CreateRequest:
+        if self.tool is not None:
+            if self.message is not None or self.request_schema is not None:
+                raise ValueError("give either tool, or message and schema, not both")
+        elif self.message is None or self.request_schema is None:
+            raise ValueError("message and schema are required (or a tool call in tool)")
+        return self
 
 
 class Result(BaseModel):
@@ -137,7 +164,10 @@ CallerDep = Annotated[Caller, Depends(current_caller)]
 
 def _view(runtime: Runtime, hf: HumanFunction) -> RequestView:
     result = None
-    if hf.outcome is not None:
+    if hf.outcome is not None and hf.tool_call is not None:
+        decision = decision_of(hf.tool_call["name"], hf.tool_call["input"], hf.outcome, hf)
+        result = Result(text=compact(decision), isError=False, structuredContent=decision | {"id": hf.id})
+    elif hf.outcome is not None:
         result = Result(
             text=result_text(hf.outcome),
             isError=is_error(hf.outcome),
@@ -192,11 +222,60 @@ async def create_request(
     re-attached to, and one a person answered that no call has returned yet is handed out with
     its result (both 200)."""
     runtime = _runtime(request)
+    if body.tool is not None:
+        return await _open_tool_call(runtime, body, body.tool, response, caller)
+    assert body.message is not None and body.request_schema is not None
     message, schema = check_request(body.message, body.request_schema, runtime.settings)
     hf, opened = await runtime.service.open(caller, body.uiType, message, schema, policy=body.policy)
     if opened is not Opened.CREATED:
         response.status_code = 200
     return _view(runtime, hf)
+
+
+async def _open_tool_call(
+    runtime: Runtime, body: CreateRequest, tool: ToolCall, response: Response, caller: Caller
+) -> RequestView:
+    """A permission prompt: decided at once by the caller's policy rules (the view already holds its
+    result, ``status`` ``decided``: there is no request to read again), or opened for a person."""
+    prompt = await plan(runtime, caller, tool.name, tool.input, policy=body.policy)
+    if prompt.decided is not None:
+        now = runtime.service.clock()
+        assert prompt.decided_id is not None
+        return RequestView(
+            id=prompt.decided_id,
+            status="decided",
+            channel="policy",
+            requester=caller.name,
+            created_at=now,
+            deadline=now,
+            form_url="",
+            policy=body.policy or _first_policy(runtime, caller),
+            delivery_error=None,
+            result=Result(
+                text=compact(prompt.decided),
+                isError=False,
+                structuredContent=prompt.decided | {"id": prompt.decided_id},
+            ),
+        )
+    question = prompt.question
+    assert question is not None
+    hf, opened = await runtime.service.open(
+        caller,
+        body.uiType,
+        question.message,
+        question.schema,
+        other_fields=question.other_fields,
+        policy=body.policy,
+        tool_call={"name": tool.name, "input": tool.input},
+    )
+    if opened is not Opened.CREATED:
+        response.status_code = 200
+    return _view(runtime, hf)
+
+
+def _first_policy(runtime: Runtime, caller: Caller) -> str | None:
+    policy = runtime.service.policies.first_for(caller.name, caller.authenticated)
+    return policy.name if policy is not None else None
 
 
 @router.get(

@@ -1,5 +1,5 @@
 """An agent's text in an email (docs/email.md): the ``text/plain`` alternative carries the Markdown
-as the agent wrote it (SPEC §18: it reads as it is), and the ``text/html`` alternative the web
+as the agent wrote it (docs/rendering.md: it reads as it is), and the ``text/html`` alternative the web
 renderer's HTML (``channels.web.markdown``) with the inline styles below.
 
 Mail clients drop ``<style>`` often and honour inline styles, so each element carries one of ours.

@@ -100,12 +100,13 @@ def _escaped(content: str) -> str:
 
 async def record_decision(
     redis: Redis, kept: AuditSettings, caller: str, tool: str, decided: Decided, at: float
-) -> None:
-    """The ``decided`` event of a call no person saw."""
+) -> str:
+    """The ``decided`` event of a call no person saw, under a new id (returned)."""
+    event_id = new_id()
     await record(
         redis,
         kept,
-        new_id(),
+        event_id,
         "decided",
         at,
         caller=caller,
@@ -114,6 +115,7 @@ async def record_decision(
         behavior=decided.behavior,
         rule=decided.rule if decided.policy else f"session: {decided.rule}",
     )
+    return event_id
 
 
 @store_operation

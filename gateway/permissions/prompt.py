@@ -55,6 +55,8 @@ class Prompt:
     tool: str
     call_input: dict[str, Any]
     decided: dict[str, Any] | None = None
+    decided_id: str | None = None
+    """The audit id of a decision made at once."""
     question: Question | None = None
     rule: SessionRule | None = field(default=None)
     """What "Allow for this session" adds for this call (``None``: no such button)."""
@@ -84,10 +86,9 @@ async def plan(
         decided = await by_session(runtime.redis, session_id, tool, call_input)
     if decided is not None:
         at = runtime.service.clock()
-        await record_decision(
-            runtime.redis, audit_settings(runtime.settings), caller.identity, tool, decided, at
-        )
-        return Prompt(tool, call_input, decided=_decided(decided, call_input))
+        kept = audit_settings(runtime.settings)
+        event_id = await record_decision(runtime.redis, kept, caller.identity, tool, decided, at)
+        return Prompt(tool, call_input, decided=_decided(decided, call_input), decided_id=event_id)
     rule = session_rule(tool, call_input)
     describe = partial(describe_call, caller.name, tool, call_input, runtime.settings.max_message_bytes)
     large = len(compact(call_input)) > LARGE_INPUT_BYTES
