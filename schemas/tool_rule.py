@@ -1,4 +1,4 @@
-"""One tool permission rule (SPEC §19, docs/policies.md#tool-rules) in Claude Code's syntax, parsed
+"""One tool permission rule (docs/policies.md#tool-rules) in Claude Code's syntax, parsed
 once, and whether it names a tool call; ``schemas.tool_rules`` decides a call by a policy's lists.
 
 A rule is ``Tool`` (every use) or ``Tool(specifier)``; ``mcp__server`` (every tool of a server) or

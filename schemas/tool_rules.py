@@ -1,4 +1,4 @@
-"""Tool permission rules (SPEC §19, docs/policies.md#tool-rules): the decision of a policy's
+"""Tool permission rules (docs/policies.md#tool-rules): the decision of a policy's
 ``allow`` / ``ask`` / ``deny`` lists on one tool call, with the rule that made it, so that a call the
 rules decide needs no person; and the rule "Allow for this session" adds.
 

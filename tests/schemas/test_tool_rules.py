@@ -16,7 +16,7 @@ CODING = ToolRules.parse(
     ask=["Bash(git push *)"],
     deny=["Bash(rm -rf *)", "Edit(**/.env)", "mcp__github__delete_repository"],
 )
-"""SPEC §19's example."""
+"""The example of docs/permissions.md#rules."""
 
 SHELL = ToolRules.parse(
     allow=[

@@ -22,7 +22,7 @@ def letter(text: str) -> Letter:
 
 def test_the_text_alternative_carries_the_markdown_as_written_and_the_subject_is_plain() -> None:
     sent = letter(RICH)
-    assert RICH in sent.text  # SPEC §18: the source, which reads as it is
+    assert RICH in sent.text  # docs/rendering.md: the source, which reads as it is
     assert sent.subject == "Input needed: Deploy v2.1 to prod"
 
 
