@@ -1,0 +1,309 @@
+"""The agent's text as Adaptive Card elements (docs/rendering.md), from the document model.
+
+Teams renders a ``TextBlock``'s text in a small Markdown subset (Microsoft's "Text features": bold
+``**``, italic ``_``, ``-`` and ``1.`` lists separated by ``\\r``, ``[label](url)`` links; no headings,
+tables, code or strikethrough). So:
+
+- paragraphs and list items are ``TextBlock``s in that subset, one list per block; a nested list or a
+  second block of an item sits in a ``ColumnSet`` whose first, empty column indents it;
+- headings are ``Bolder`` TextBlocks sized by level; a quote is a ``Container`` of style
+  ``emphasis``; a rule is ``separator: true`` on the next element;
+- code is Teams' ``CodeBlock`` (its ``language`` mapped to one Teams knows, else ``PlainText``) with a
+  monospace run as ``fallback``; a diff is one monospace run per line, coloured ``Good`` when added,
+  ``Attention`` when removed and ``Accent`` for hunks, because Teams' CodeBlock has no diff language
+  and shows a diff as one grey run, which is what people could not read;
+- a table is an Adaptive Cards ``Table`` of TextBlock cells, the head row bold;
+- struck text keeps its ``~~`` (Teams' subset has no strike, and shown plainly "restart the cache"
+  would read as the opposite of what the agent meant); inline code keeps its backticks.
+
+Escaping (``escape``): every character of the agent's text that the subset acts on is
+backslash-escaped, and the few constructs whose escapes some Teams clients have shown or ignored are
+broken with an invisible U+2060 WORD JOINER instead: ``<`` (so ``<at>…</at>`` is never a mention,
+which also needs an entity only ``channels.mentions`` adds), ``](`` (never a link), ``{{`` (never a
+``DATE()``/``TIME()`` function) and ``&`` (never an entity). Only runs the parse marked as links
+(always http, https or mailto) become links.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+from channels.document.fit import READ_MORE, fit
+from channels.document.model import (
+    Block,
+    Code,
+    Document,
+    Heading,
+    ListBlock,
+    Paragraph,
+    Quote,
+    Rule,
+    Run,
+    Runs,
+    Table,
+    diff_kind,
+    is_diff,
+)
+
+Element = dict[str, Any]
+
+MAX_INDENT = 3
+"""List levels that are indented further; deeper ones stay at this level."""
+INDENT_WIDTH = "16px"
+"""The empty column that indents a nested list."""
+JOINER = "\u2060"
+"""U+2060 WORD JOINER: invisible, it breaks a construct without showing anything."""
+
+HEADING_SIZES = {1: "Large", 2: "Medium"}
+"""TextBlock sizes of headings by level (deeper ones are the default size, bold)."""
+
+CODE_LANGUAGES = {
+    "bash": "Bash",
+    "sh": "Bash",
+    "shell": "Bash",
+    "zsh": "Bash",
+    "c": "C",
+    "cpp": "C++",
+    "c++": "C++",
+    "csharp": "C#",
+    "cs": "C#",
+    "c#": "C#",
+    "css": "CSS",
+    "bat": "DOS",
+    "dos": "DOS",
+    "go": "Go",
+    "golang": "Go",
+    "graphql": "GraphQL",
+    "html": "HTML",
+    "java": "Java",
+    "javascript": "JavaScript",
+    "js": "JavaScript",
+    "json": "JSON",
+    "perl": "Perl",
+    "php": "PHP",
+    "powershell": "PowerShell",
+    "ps1": "PowerShell",
+    "python": "Python",
+    "py": "Python",
+    "sql": "SQL",
+    "typescript": "TypeScript",
+    "ts": "TypeScript",
+    "vb": "Visual Basic",
+    "vbnet": "Visual Basic",
+    "verilog": "Verilog",
+    "vhdl": "VHDL",
+    "xml": "XML",
+}
+"""Fence languages and the name of the language Teams' CodeBlock highlights; others are PlainText."""
+
+_DIFF_COLOURS = {"added": "Good", "removed": "Attention", "hunk": "Accent"}
+_INLINE = re.compile(r"[\\`*_\[\]~|]")
+_LINE_START = re.compile(r"^([ \t]*)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
+_BREAKS = (("&", "&" + JOINER), ("<", "<" + JOINER), ("](", "]" + JOINER + "("), ("{{", "{" + JOINER + "{"))
+_ALIGNS = {"left": "Left", "center": "Center", "right": "Right"}
+
+
+def escape(text: str) -> str:
+    """``text`` shown as written in a TextBlock: nothing in it formats, links, mentions or expands."""
+    for found, replacement in _BREAKS:
+        text = text.replace(found, replacement)
+    text = _INLINE.sub(lambda match: "\\" + match.group(0), text)
+    return _LINE_START.sub(_line_start, text)
+
+
+def _line_start(match: re.Match[str]) -> str:
+    """A list, heading or quote marker at a line's start, escaped (``1.`` at its dot)."""
+    lead, marker = match.group(1), match.group(2)
+    if marker[0].isdigit():
+        return f"{lead}{marker[:-1]}\\{marker[-1]}"
+    return f"{lead}\\{marker}"
+
+
+def elements(document: Document) -> list[Element]:
+    """The whole document as card elements."""
+    return _joined([_block(block, 0) for block in document.blocks], document.blocks)
+
+
+def fitted(document: Document, budget: int, read_more_url: str) -> list[Element]:
+    """The document's elements within ``budget`` (UTF-16 bytes of their JSON, as Teams counts a
+    card), cut at a block or line boundary and then followed by "Read the whole request"."""
+    whole = elements(document)
+    if size_of(whole) <= budget:
+        return whole
+    link = read_more(read_more_url)
+    kept, _ = fit(document.blocks, _block_size, budget - size_of([link]) - 2)
+    return [*_joined([_block(block, 0) for block in kept], kept), link]
+
+
+def read_more(url: str) -> Element:
+    """The link to the request's web page, after a cut."""
+    return {"type": "TextBlock", "text": f"[{READ_MORE}]({_href(url)})", "wrap": True, "weight": "Bolder"}
+
+
+def size_of(items: Sequence[Element]) -> int:
+    """UTF-16 bytes of ``items`` as JSON, with the commas between them."""
+    text = json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-16-le"))
+
+
+def _block_size(block: Block) -> int:
+    return size_of(_block(block, 0)) + 2
+
+
+def _joined(rendered: list[list[Element]], blocks: Sequence[Block]) -> list[Element]:
+    """The blocks' elements in order; a rule becomes the separator of the next element."""
+    out: list[Element] = []
+    separate = False
+    for block, items in zip(blocks, rendered, strict=True):
+        if isinstance(block, Rule):
+            separate = True
+            continue
+        if separate and items:
+            items[0]["separator"] = True
+            separate = False
+        out.extend(items)
+    return out
+
+
+def _block(block: Block, depth: int) -> list[Element]:
+    if isinstance(block, Paragraph):
+        return [_text(inline(block.runs))] if block.runs else []
+    if isinstance(block, Heading):
+        extra: dict[str, Any] = {"weight": "Bolder"}
+        if size := HEADING_SIZES.get(block.level):
+            extra["size"] = size
+        return [_text(inline(block.runs), **extra)]
+    if isinstance(block, Code):
+        return _diff(block) if is_diff(block) else [_code(block)]
+    if isinstance(block, Quote):
+        inner = _joined([_block(child, depth) for child in block.blocks], block.blocks)
+        return [{"type": "Container", "style": "emphasis", "items": inner}] if inner else []
+    if isinstance(block, ListBlock):
+        return _list(block, depth)
+    if isinstance(block, Table):
+        return [_table(block)]
+    return []
+
+
+def inline(runs: Runs, *, line_break: str = "\n\n") -> str:
+    """Runs as Teams markdown: the agent's text escaped, only the model's styles and links marked."""
+    parts: list[str] = []
+    for run in runs:
+        if run.text == "\n":
+            parts.append(line_break)
+            continue
+        parts.append(_styled(run))
+    return "".join(parts)
+
+
+def _styled(run: Run) -> str:
+    text = f"`{escape(run.text)}`" if run.code else escape(run.text)
+    if run.strike:
+        text = _around(text, "~~")
+    if run.italic:
+        text = _around(text, "_")
+    if run.bold:
+        text = _around(text, "**")
+    if run.href is not None:
+        text = f"[{text}]({_href(run.href)})"
+    return text
+
+
+def _around(text: str, mark: str) -> str:
+    """``text`` between ``mark``s, its edge spaces outside them (where Markdown needs them)."""
+    core = text.strip()
+    if not core:
+        return text
+    start = text.index(core[0])
+    return f"{text[:start]}{mark}{core}{mark}{text[start + len(core) :]}"
+
+
+def _href(url: str) -> str:
+    """A link address that cannot end the link early (spaces, brackets and quotes encoded)."""
+    return quote(url, safe="/:?#@!$&'*+,;=%-._~")
+
+
+def _text(text: str, **extra: Any) -> Element:
+    return {"type": "TextBlock", "text": text or " ", "wrap": True, **extra}
+
+
+def _mono(text: str, **extra: Any) -> Element:
+    """Monospace text shown exactly as written (a RichTextBlock's run is never markdown)."""
+    run = {"type": "TextRun", "text": text or " ", "fontType": "Monospace", **extra}
+    return {"type": "RichTextBlock", "inlines": [run]}
+
+
+def _code(block: Code) -> Element:
+    language = CODE_LANGUAGES.get(block.language.lower(), "PlainText")
+    return {
+        "type": "CodeBlock",
+        "codeSnippet": block.text,
+        "language": language,
+        "fallback": _mono(block.text),
+    }
+
+
+def _diff(block: Code) -> list[Element]:
+    lines: list[Element] = []
+    for line in block.text.split("\n"):
+        colour = _DIFF_COLOURS.get(diff_kind(line))
+        # Leading spaces of context lines would be collapsed; no-break spaces keep the columns.
+        shown = line[: len(line) - len(line.lstrip(" "))].replace(" ", "\u00a0") + line.lstrip(" ")
+        element = _mono(shown, **({"color": colour} if colour else {}))
+        lines.append(element | {"spacing": "None"} if lines else element)
+    return [{"type": "Container", "items": lines}]
+
+
+def _list(block: ListBlock, depth: int) -> list[Element]:
+    """Consecutive simple items in one TextBlock; an item's further blocks indented below it."""
+    out: list[Element] = []
+    lines: list[str] = []
+
+    def flush() -> None:
+        if lines:
+            out.append(_text("\r".join(lines), spacing="None" if out else "Default"))
+            lines.clear()
+
+    for number, item in enumerate(block.items, block.start):
+        marker = f"{number}. " if block.ordered else "- "
+        first, rest = (item[0], item[1:]) if item and isinstance(item[0], Paragraph) else (None, item)
+        lines.append(marker + (inline(first.runs, line_break=" ") if first else "\u00a0"))
+        if rest:
+            flush()
+            nested = _joined([_block(child, depth + 1) for child in rest], rest)
+            out.extend(_indented(nested, depth))
+    flush()
+    return out
+
+
+def _indented(items: list[Element], depth: int) -> list[Element]:
+    if depth + 1 > MAX_INDENT or not items:
+        return items
+    gap = {"type": "Column", "width": INDENT_WIDTH, "items": []}
+    body = {"type": "Column", "width": "stretch", "items": items}
+    return [{"type": "ColumnSet", "spacing": "None", "columns": [gap, body]}]
+
+
+def _table(block: Table) -> Element:
+    width = max([len(block.head), *(len(row) for row in block.rows)])
+    columns: list[Element] = []
+    for index in range(width):
+        column: Element = {"width": 1}
+        align = block.aligns[index] if index < len(block.aligns) else None
+        if align is not None:
+            column["horizontalCellContentAlignment"] = _ALIGNS[align]
+        columns.append(column)
+
+    def row(cells: Sequence[Runs], **style: Any) -> Element:
+        padded = [*cells, *([()] * (width - len(cells)))]
+        items = [
+            {"type": "TableCell", "items": [_text(inline(cell, line_break=" "), **style)]} for cell in padded
+        ]
+        return {"type": "TableRow", "cells": items}
+
+    rows = ([row(block.head, weight="Bolder")] if block.head else []) + [row(r) for r in block.rows]
+    return {"type": "Table", "columns": columns, "rows": rows, "firstRowAsHeader": bool(block.head)}
