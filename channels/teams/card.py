@@ -27,7 +27,7 @@ from channels.document import document_of
 from channels.document.model import plain_text as document_text
 from channels.mentions import teams_mentions
 from channels.teams.inputs import field_inputs
-from channels.teams.markdown import Element, elements, fitted, size_of
+from channels.teams.markdown import Element, Rendering, size_of
 from channels.teams.text import moment, plain, plain_text, run
 from schemas.models import HumanFunction, Status
 
@@ -91,12 +91,13 @@ def render_card(
         return card
 
     summary = summary_of(hf)
-    card = pending(elements(document_of(hf.message)))
+    message = Rendering(document_of(hf.message))
+    card = pending(message.elements())
     if activity_size(card, summary) <= MAX_ACTIVITY_BYTES:
         return card
     budget = _message_budget(activity_size(pending([]), summary))
     if budget >= FALLBACK_MESSAGE_BYTES:
-        card = pending(fitted(document_of(hf.message), budget, ctx.form_url))
+        card = pending(message.fitted(budget, ctx.form_url))
         if activity_size(card, summary) <= MAX_ACTIVITY_BYTES:
             return card
     return oversized_card(hf, ctx)
@@ -174,7 +175,7 @@ def _message_budget(without_message: int) -> int:
 
 def _short_message(hf: HumanFunction, ctx: RenderContext) -> list[Element]:
     """The message on a short card: at most ``FALLBACK_MESSAGE_BYTES``, then the link if cut."""
-    return fitted(document_of(hf.message), FALLBACK_MESSAGE_BYTES, ctx.form_url)
+    return Rendering(document_of(hf.message)).fitted(FALLBACK_MESSAGE_BYTES, ctx.form_url)
 
 
 def _header(hf: HumanFunction, message: list[Element]) -> list[dict[str, Any]]:
@@ -281,14 +282,14 @@ def _ended(hf: HumanFunction, ctx: RenderContext, notice: str | None) -> dict[st
         for label, value in answered_values(hf)
     ]
     summary_text = summary_of(hf)
-    document = document_of(hf.message)
+    message = Rendering(document_of(hf.message))
 
     def card_of(message: list[Element], kept: int) -> dict[str, Any]:
         more = plain_text(f"{len(rows) - kept} more answers: the agent received them all", isSubtle=True)
         tail = [*rows[:kept], *([more] if kept < len(rows) else [])]
         return _card([*_header(hf, message), *_notice(notice, None), *lines, *tail], [], refresh=None)
 
-    whole = elements(document)
+    whole = message.elements()
     card = card_of(whole, len(rows))
     if activity_size(card, summary_text) <= MAX_ACTIVITY_BYTES:
         return card
@@ -297,7 +298,7 @@ def _ended(hf: HumanFunction, ctx: RenderContext, notice: str | None) -> dict[st
     for kept in range(len(rows), -1, -1):
         budget = _message_budget(activity_size(card_of([], kept), summary_text))
         if budget >= wanted or kept == 0:
-            card = card_of(fitted(document, max(budget, 0), ctx.form_url), kept)
+            card = card_of(message.fitted(max(budget, 0), ctx.form_url), kept)
             if activity_size(card, summary_text) <= MAX_ACTIVITY_BYTES or kept == 0:
                 return card
     return card

@@ -101,18 +101,21 @@ CODE_LANGUAGES = {
 """Fence languages and the name of the language Teams' CodeBlock highlights; others are PlainText."""
 
 _DIFF_COLOURS = {"added": "Good", "removed": "Attention", "hunk": "Accent"}
-_INLINE = re.compile(r"[\\`*_\[\]~|]")
+_SPECIAL = re.compile(r"\]\(|\{\{|[\\`*_\[\]~|<&]")
 _LINE_START = re.compile(r"^([ \t]*)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
-_BREAKS = (("&", "&" + JOINER), ("<", "<" + JOINER), ("](", "]" + JOINER + "("), ("{{", "{" + JOINER + "{"))
+_REPLACEMENTS = {"&": "&" + JOINER, "<": "<" + JOINER, "](": "\\]" + JOINER + "(", "{{": "{" + JOINER + "{"}
 _ALIGNS = {"left": "Left", "center": "Center", "right": "Right"}
 
 
 def escape(text: str) -> str:
     """``text`` shown as written in a TextBlock: nothing in it formats, links, mentions or expands."""
-    for found, replacement in _BREAKS:
-        text = text.replace(found, replacement)
-    text = _INLINE.sub(lambda match: "\\" + match.group(0), text)
+    text = _SPECIAL.sub(_special, text)
     return _LINE_START.sub(_line_start, text)
+
+
+def _special(match: re.Match[str]) -> str:
+    found = match.group(0)
+    return _REPLACEMENTS.get(found) or "\\" + found
 
 
 def _line_start(match: re.Match[str]) -> str:
@@ -123,20 +126,54 @@ def _line_start(match: re.Match[str]) -> str:
     return f"{lead}\\{marker}"
 
 
+class Rendering:
+    """One document rendered once: its blocks' elements, whole or cut to a size (a card is tried at
+    full length first, then cut to what the rest of the card leaves)."""
+
+    def __init__(self, document: Document) -> None:
+        self.blocks = document.blocks
+        self.rendered = [_block(block, 0) for block in self.blocks]
+        self._sizes: dict[int, int] = {}
+        self._indexes = {id(block): index for index, block in enumerate(self.blocks)}
+
+    def elements(self) -> list[Element]:
+        """The whole document as card elements."""
+        return _joined(self.rendered, self.blocks)
+
+    def fitted(self, budget: int, read_more_url: str) -> list[Element]:
+        """The elements within ``budget`` (UTF-16 bytes of their JSON, as Teams counts a card), cut
+        at a block or line boundary and then followed by "Read the whole request"."""
+        whole = self.elements()
+        if sum(self._size(block) for block in self.blocks) <= budget:
+            return whole
+        link = read_more(read_more_url)
+        kept, _ = fit(self.blocks, self._size, budget - size_of([link]) - 2)
+        rendered = [self._rendered(block) for block in kept]
+        return [*_joined(rendered, kept), link]
+
+    def _rendered(self, block: Block) -> list[Element]:
+        index = self._indexes.get(id(block))
+        return self.rendered[index] if index is not None else _block(block, 0)
+
+    def _size(self, block: Block) -> int:
+        """A block's size, measured once for the document's own blocks (``fit`` asks again for
+        the parts of the one it cuts, which are new blocks)."""
+        index = self._indexes.get(id(block))
+        if index is None:
+            return size_of(_block(block, 0)) + 2
+        if index not in self._sizes:
+            self._sizes[index] = size_of(self.rendered[index]) + 2
+        return self._sizes[index]
+
+
 def elements(document: Document) -> list[Element]:
     """The whole document as card elements."""
-    return _joined([_block(block, 0) for block in document.blocks], document.blocks)
+    return Rendering(document).elements()
 
 
 def fitted(document: Document, budget: int, read_more_url: str) -> list[Element]:
-    """The document's elements within ``budget`` (UTF-16 bytes of their JSON, as Teams counts a
-    card), cut at a block or line boundary and then followed by "Read the whole request"."""
-    whole = elements(document)
-    if size_of(whole) <= budget:
-        return whole
-    link = read_more(read_more_url)
-    kept, _ = fit(document.blocks, _block_size, budget - size_of([link]) - 2)
-    return [*_joined([_block(block, 0) for block in kept], kept), link]
+    """The document's elements within ``budget``, then "Read the whole request" if cut."""
+    return Rendering(document).fitted(budget, read_more_url)
 
 
 def read_more(url: str) -> Element:
@@ -148,10 +185,6 @@ def size_of(items: Sequence[Element]) -> int:
     """UTF-16 bytes of ``items`` as JSON, with the commas between them."""
     text = json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
     return len(text.encode("utf-16-le"))
-
-
-def _block_size(block: Block) -> int:
-    return size_of(_block(block, 0)) + 2
 
 
 def _joined(rendered: list[list[Element]], blocks: Sequence[Block]) -> list[Element]:
