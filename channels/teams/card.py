@@ -24,7 +24,7 @@ from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
 from channels.document import document_of
-from channels.document.model import plain_text as document_text
+from channels.document.model import plain_block
 from channels.mentions import teams_mentions
 from channels.teams.inputs import field_inputs
 from channels.teams.markdown import Element, Rendering, size_of
@@ -90,14 +90,12 @@ def render_card(
             card["msteams"]["entities"] = entities
         return card
 
+    # The rest of the card is measured first: a long message is then measured block by block and
+    # cut to what is left, without ever serialising the whole oversized card.
     summary = summary_of(hf)
-    message = Rendering(document_of(hf.message))
-    card = pending(message.elements())
-    if activity_size(card, summary) <= MAX_ACTIVITY_BYTES:
-        return card
     budget = _message_budget(activity_size(pending([]), summary))
     if budget >= FALLBACK_MESSAGE_BYTES:
-        card = pending(message.fitted(budget, ctx.form_url))
+        card = pending(Rendering(document_of(hf.message)).fitted(budget, ctx.form_url))
         if activity_size(card, summary) <= MAX_ACTIVITY_BYTES:
             return card
     return oversized_card(hf, ctx)
@@ -134,8 +132,12 @@ def summary_of(hf: HumanFunction) -> str:
     message's words without its Markdown)."""
     summary = outcome_summary(hf)
     prefix = f"{summary.sentence()}: " if summary else ""
-    words = " ".join(document_text(document_of(hf.message).blocks).split())
-    return clip(prefix + words, 200)
+    words: list[str] = []
+    for block in document_of(hf.message).blocks:  # the first blocks are enough for 200 characters
+        words += plain_block(block).split()
+        if sum(map(len, words)) > 200:
+            break
+    return clip(prefix + " ".join(words), 200)
 
 
 def activity_size(card: Mapping[str, Any], summary: str) -> int:

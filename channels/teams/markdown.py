@@ -55,6 +55,8 @@ MAX_INDENT = 3
 """List levels that are indented further; deeper ones stay at this level."""
 INDENT_WIDTH = "16px"
 """The empty column that indents a nested list."""
+RULE_BYTES = 40
+"""UTF-16 bytes a rule adds to a card: ``"separator":true,`` on the element after it."""
 JOINER = "\u2060"
 """U+2060 WORD JOINER: invisible, it breaks a construct without showing anything."""
 
@@ -127,42 +129,49 @@ def _line_start(match: re.Match[str]) -> str:
 
 
 class Rendering:
-    """One document rendered once: its blocks' elements, whole or cut to a size (a card is tried at
-    full length first, then cut to what the rest of the card leaves)."""
+    """One document rendered for one card: each block rendered and measured at most once, and only
+    as far as the card needs (a long message stops at its budget)."""
 
     def __init__(self, document: Document) -> None:
         self.blocks = document.blocks
-        self.rendered = [_block(block, 0) for block in self.blocks]
+        self._rendered: dict[int, list[Element]] = {}
         self._sizes: dict[int, int] = {}
         self._indexes = {id(block): index for index, block in enumerate(self.blocks)}
 
     def elements(self) -> list[Element]:
         """The whole document as card elements."""
-        return _joined(self.rendered, self.blocks)
+        return _joined([self._render(block) for block in self.blocks], self.blocks)
 
     def fitted(self, budget: int, read_more_url: str) -> list[Element]:
         """The elements within ``budget`` (UTF-16 bytes of their JSON, as Teams counts a card), cut
         at a block or line boundary and then followed by "Read the whole request"."""
-        whole = self.elements()
-        if sum(self._size(block) for block in self.blocks) <= budget:
-            return whole
+        used = 0
+        for block in self.blocks:
+            used += self._size(block)
+            if used > budget:
+                break
+        else:
+            return self.elements()
         link = read_more(read_more_url)
         kept, _ = fit(self.blocks, self._size, budget - size_of([link]) - 2)
-        rendered = [self._rendered(block) for block in kept]
-        return [*_joined(rendered, kept), link]
+        return [*_joined([self._render(block) for block in kept], kept), link]
 
-    def _rendered(self, block: Block) -> list[Element]:
+    def _render(self, block: Block) -> list[Element]:
         index = self._indexes.get(id(block))
-        return self.rendered[index] if index is not None else _block(block, 0)
+        if index is None:
+            return _block(block, 0)  # a part of the block ``fit`` cuts
+        if index not in self._rendered:
+            self._rendered[index] = _block(block, 0)
+        return self._rendered[index]
 
     def _size(self, block: Block) -> int:
-        """A block's size, measured once for the document's own blocks (``fit`` asks again for
-        the parts of the one it cuts, which are new blocks)."""
+        if isinstance(block, Rule):
+            return RULE_BYTES  # the separator it puts on the next element
         index = self._indexes.get(id(block))
         if index is None:
             return size_of(_block(block, 0)) + 2
         if index not in self._sizes:
-            self._sizes[index] = size_of(self.rendered[index]) + 2
+            self._sizes[index] = size_of(self._render(block)) + 2
         return self._sizes[index]
 
 

@@ -78,8 +78,7 @@ def visible_length(text_html: str) -> int:
 
 def render(blocks: Sequence[Block]) -> str:
     """Blocks as Telegram HTML, a blank line between blocks."""
-    parts = [_block(block, 0, quoted=False) for block in blocks]
-    return "\n\n".join(part for part in parts if part)
+    return _joined([_block(block, 0, quoted=False) for block in blocks])
 
 
 def document_html(document: Document) -> str:
@@ -91,27 +90,41 @@ def document_html(document: Document) -> str:
 
 def fitted(document: Document, budget: int, read_more_url: str) -> str:
     """The document within ``budget`` visible characters, cut at a block or line boundary and then
-    followed by a link "Read the whole request" to ``read_more_url``."""
-    whole = document_html(document)
+    followed by a link "Read the whole request" to ``read_more_url``. Each block is rendered once;
+    ``fit`` renders again only the parts of the block it cuts."""
+    if document.flattened:
+        whole = document_html(document)
+        blocks: Sequence[Block] = _paragraphs(document)
+        parts: list[str] = []
+    else:
+        blocks = document.blocks
+        parts = [_block(block, 0, quoted=False) for block in blocks]
+        whole = _joined(parts)
     if visible_length(whole) <= budget:
         return whole
     link = f'<a href="{attribute(read_more_url)}">{READ_MORE}</a>'
     left = budget - len(READ_MORE) - 2
     if document.flattened:
-        kept, _ = fit(_paragraphs(document), _flat_size, left)
+        kept, _ = fit(blocks, _flat_size, left)
         shown = document_html(Document(tuple(kept), document.source, flattened=True))
     else:
-        kept, _ = fit(document.blocks, _size, left)
-        shown = render(kept)
+        indexes = {id(block): index for index, block in enumerate(blocks)}
+
+        def rendered(block: Block) -> str:
+            index = indexes.get(id(block))
+            return parts[index] if index is not None else _block(block, 0, quoted=False)
+
+        kept, _ = fit(blocks, lambda block: visible_length(rendered(block)) + 2, left)
+        shown = _joined([rendered(block) for block in kept])
     return f"{shown}\n\n{link}" if shown else link
+
+
+def _joined(parts: Sequence[str]) -> str:
+    return "\n\n".join(part for part in parts if part)
 
 
 def _paragraphs(document: Document) -> list[Paragraph]:
     return [block for block in document.blocks if isinstance(block, Paragraph)]
-
-
-def _size(block: Block) -> int:
-    return visible_length(_block(block, 0, quoted=False)) + 2
 
 
 def _flat_size(block: Block) -> int:
