@@ -13,7 +13,9 @@ Escaping: ``& < >`` of every text become entities, so no tag of the agent's is e
 also turns some plain text into entities by itself: ``@username`` mentions (which notify that person
 in a group) and ``/command`` commands (which a tap sends to the chat, as if the reader typed it). In
 the agent's text, outside code (where Telegram detects neither), an invisible U+2060 WORD JOINER
-follows an ``@`` or a ``/`` that starts a word, so neither is detected while it reads the same.
+follows an ``@`` or a ``/`` that starts a word, so neither is detected while it reads the same; the
+same joiner after the colon of any other scheme's ``x://`` keeps Telegram from making, say,
+``tg://resolve?…`` a link of its own (only the parse's http, https and mailto links are links).
 
 Length: Telegram counts a message's text after the entities are parsed (what the reader sees, in
 UTF-16 code units) against 4,096. ``visible_length`` measures that; ``fitted`` cuts the document's
@@ -26,6 +28,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from channels.document.fit import READ_MORE, fit
 from channels.document.model import (
@@ -55,7 +58,7 @@ RULE = "\u2014" * 12
 MAX_CELL = 60
 """Characters of one table cell in the aligned ``<pre>``; a longer cell is clipped there."""
 
-_DETECTED = re.compile(r"(?<![\w@])@(?=\w)|(?<!\S)/(?=\w)")
+_DETECTED = re.compile(r"(?<![\w@])@(?=\w)|(?<!\S)/(?=\w)|(?<![\w+.-])(?!https?:)[A-Za-z][\w+.-]*:(?=//)")
 _TAGS = re.compile(r"<[^>]*>")
 _LANGUAGE = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
 
@@ -102,8 +105,8 @@ def fitted(document: Document, budget: int, read_more_url: str) -> str:
         whole = _joined(parts)
     if visible_length(whole) <= budget:
         return whole
-    link = f'<a href="{attribute(read_more_url)}">{READ_MORE}</a>'
-    left = budget - len(READ_MORE) - 2
+    link = read_more(read_more_url)
+    left = budget - visible_length(link) - 2
     if document.flattened:
         kept, _ = fit(blocks, _flat_size, left)
         shown = document_html(Document(tuple(kept), document.source, flattened=True))
@@ -117,6 +120,15 @@ def fitted(document: Document, budget: int, read_more_url: str) -> str:
         kept, _ = fit(blocks, lambda block: visible_length(rendered(block)) + 2, left)
         shown = _joined([rendered(block) for block in kept])
     return f"{shown}\n\n{link}" if shown else link
+
+
+def read_more(url: str) -> str:
+    """The link to the request's web page after a cut. Telegram refuses a whole message whose link
+    has no public host (``localhost``, a bare name), so such an address is shown as text."""
+    host = urlsplit(url).hostname or ""
+    if "." in host and host != "localhost" and url.lower().startswith(("https://", "http://")):
+        return f'<a href="{attribute(url)}">{READ_MORE}</a>'
+    return f"{READ_MORE}: {escape(url)}"
 
 
 def _joined(parts: Sequence[str]) -> str:

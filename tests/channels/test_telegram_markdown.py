@@ -31,6 +31,7 @@ ALLOWED = {"b", "i", "s", "code", "pre", "a", "blockquote"}
 """The tags humangate writes (``pre``'s ``code`` carries the language)."""
 _MENTION = re.compile(r"(?<![\w@])@\w")
 _COMMAND = re.compile(r"(?<!\S)/\w")
+_SCHEME = re.compile(r"(?<![\w+.-])(?!https?:)[A-Za-z][\w+.-]*://", re.IGNORECASE)
 
 
 def hf_of(message: str, **changes: Any) -> HumanFunction:
@@ -147,6 +148,7 @@ def test_hostile_messages_are_safe_on_telegram(case: Hostile) -> None:
     detectable = "".join(reader.detectable)
     assert not _MENTION.search(detectable), detectable[:300]
     assert not _COMMAND.search(detectable), detectable[:300]
+    assert not _SCHEME.search(detectable), detectable[:300]
     assert visible_length(text) <= MAX_TEXT
 
 
@@ -170,6 +172,15 @@ def test_a_long_diff_is_cut_at_a_line_and_links_to_the_web_form() -> None:
     )
     after = message_html(ended)  # the outcome edit keeps the rendering and the cut
     assert READ_MORE in after and "language-diff" in after and "Ada" in after
+
+
+def test_the_link_after_a_cut_is_text_where_telegram_would_refuse_it() -> None:
+    local = RenderContext(form_url="http://localhost:8000/f/abc.secret", now=NOW)
+    payload = render_message(hf_of("word " * 2000), local)
+    assert (
+        text_problem(payload) == "" and f"{READ_MORE}: http://localhost:8000/f/abc.secret" in payload["text"]
+    )
+    assert "<a " not in payload["text"]
 
 
 @pytest.fixture
