@@ -8,10 +8,8 @@ tables, code or strikethrough). So:
   second block of an item sits in a ``ColumnSet`` whose first, empty column indents it;
 - headings are ``Bolder`` TextBlocks sized by level; a quote is a ``Container`` of style
   ``emphasis``; a rule is ``separator: true`` on the next element;
-- code is Teams' ``CodeBlock`` (its ``language`` mapped to one Teams knows, else ``PlainText``) with a
-  monospace run as ``fallback``; a diff is one monospace run per line, coloured ``Good`` when added,
-  ``Attention`` when removed and ``Accent`` for hunks, because Teams' CodeBlock has no diff language
-  and shows a diff as one grey run, which is what people could not read;
+- code is Teams' ``CodeBlock`` with a monospace ``fallback``, and a diff monospace lines coloured
+  by what they do (``channels.teams.code``: Teams' CodeBlock has no diff language);
 - a table is an Adaptive Cards ``Table`` of TextBlock cells, the head row bold;
 - struck text keeps its ``~~`` (Teams' subset has no strike, and shown plainly "restart the cache"
   would read as the opposite of what the agent meant); inline code keeps its backticks.
@@ -45,11 +43,9 @@ from channels.document.model import (
     Run,
     Runs,
     Table,
-    diff_kind,
     is_diff,
 )
-
-Element = dict[str, Any]
+from channels.teams.code import Element, code_block, diff_lines
 
 MAX_INDENT = 3
 """List levels that are indented further; deeper ones stay at this level."""
@@ -63,46 +59,6 @@ JOINER = "\u2060"
 HEADING_SIZES = {1: "Large", 2: "Medium"}
 """TextBlock sizes of headings by level (deeper ones are the default size, bold)."""
 
-CODE_LANGUAGES = {
-    "bash": "Bash",
-    "sh": "Bash",
-    "shell": "Bash",
-    "zsh": "Bash",
-    "c": "C",
-    "cpp": "C++",
-    "c++": "C++",
-    "csharp": "C#",
-    "cs": "C#",
-    "c#": "C#",
-    "css": "CSS",
-    "bat": "DOS",
-    "dos": "DOS",
-    "go": "Go",
-    "golang": "Go",
-    "graphql": "GraphQL",
-    "html": "HTML",
-    "java": "Java",
-    "javascript": "JavaScript",
-    "js": "JavaScript",
-    "json": "JSON",
-    "perl": "Perl",
-    "php": "PHP",
-    "powershell": "PowerShell",
-    "ps1": "PowerShell",
-    "python": "Python",
-    "py": "Python",
-    "sql": "SQL",
-    "typescript": "TypeScript",
-    "ts": "TypeScript",
-    "vb": "Visual Basic",
-    "vbnet": "Visual Basic",
-    "verilog": "Verilog",
-    "vhdl": "VHDL",
-    "xml": "XML",
-}
-"""Fence languages and the name of the language Teams' CodeBlock highlights; others are PlainText."""
-
-_DIFF_COLOURS = {"added": "Good", "removed": "Attention", "hunk": "Accent"}
 _SPECIAL = re.compile(r"\]\(|\{\{|[\\`*_\[\]~|<&]")
 _LINE_START = re.compile(r"^([ \t]*)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
 _REPLACEMENTS = {"&": "&" + JOINER, "<": "<" + JOINER, "](": "\\]" + JOINER + "(", "{{": "{" + JOINER + "{"}
@@ -220,7 +176,7 @@ def _block(block: Block, depth: int) -> list[Element]:
             extra["size"] = size
         return [_text(inline(block.runs), **extra)]
     if isinstance(block, Code):
-        return _diff(block) if is_diff(block) else [_code(block)]
+        return diff_lines(block) if is_diff(block) else [code_block(block)]
     if isinstance(block, Quote):
         inner = _joined([_block(child, depth) for child in block.blocks], block.blocks)
         return [{"type": "Container", "style": "emphasis", "items": inner}] if inner else []
@@ -273,33 +229,6 @@ def _text(text: str, **extra: Any) -> Element:
     return {"type": "TextBlock", "text": text or " ", "wrap": True, **extra}
 
 
-def _mono(text: str, **extra: Any) -> Element:
-    """Monospace text shown exactly as written (a RichTextBlock's run is never markdown)."""
-    run = {"type": "TextRun", "text": text or " ", "fontType": "Monospace", **extra}
-    return {"type": "RichTextBlock", "inlines": [run]}
-
-
-def _code(block: Code) -> Element:
-    language = CODE_LANGUAGES.get(block.language.lower(), "PlainText")
-    return {
-        "type": "CodeBlock",
-        "codeSnippet": block.text,
-        "language": language,
-        "fallback": _mono(block.text),
-    }
-
-
-def _diff(block: Code) -> list[Element]:
-    lines: list[Element] = []
-    for line in block.text.split("\n"):
-        colour = _DIFF_COLOURS.get(diff_kind(line))
-        # Leading spaces of context lines would be collapsed; no-break spaces keep the columns.
-        shown = line[: len(line) - len(line.lstrip(" "))].replace(" ", "\u00a0") + line.lstrip(" ")
-        element = _mono(shown, **({"color": colour} if colour else {}))
-        lines.append(element | {"spacing": "None"} if lines else element)
-    return [{"type": "Container", "items": lines}]
-
-
 def _list(block: ListBlock, depth: int) -> list[Element]:
     """Consecutive simple items in one TextBlock; an item's further blocks indented below it."""
     out: list[Element] = []
@@ -307,7 +236,7 @@ def _list(block: ListBlock, depth: int) -> list[Element]:
 
     def flush() -> None:
         if lines:
-            out.append(_text("\r".join(lines), spacing="None" if out else "Default"))
+            out.append(_text("\r".join(lines), **({"spacing": "None"} if out else {})))
             lines.clear()
 
     for number, item in enumerate(block.items, block.start):
