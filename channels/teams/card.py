@@ -26,8 +26,9 @@ from channels.display import answered_values, approval_field, clip, outcome_summ
 from channels.document import document_of
 from channels.document.model import plain_block
 from channels.mentions import teams_mentions
+from channels.teams.code import Element
 from channels.teams.inputs import field_inputs
-from channels.teams.markdown import Element, Rendering, size_of
+from channels.teams.markdown import Rendering, size_of
 from channels.teams.text import moment, plain, plain_text, run
 from schemas.models import HumanFunction, Status
 
