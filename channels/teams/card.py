@@ -1,14 +1,17 @@
 """The Adaptive Card (1.5) of a Human Function, pending or ended, within Teams' message size.
 
-Pending: the agent's message as plain text, who asks, the deadline in the reader's time zone, one
-input per field (``channels.teams.inputs``), and ``Action.Execute`` buttons (each with an
-``Action.Submit`` fallback for hosts without Universal Actions): an approval is Approve /
-Decline… / Cancel, a form Send / Decline… / Cancel. Decline… answers with a second card asking for
-an optional reason. After an invalid answer the card comes back with what was typed and each
-field's error. Ended: how it ended, by whom and when, the answered values, and nothing to click.
+Pending: the agent's message rendered from its Markdown (``channels.teams.markdown``), who asks,
+the deadline in the reader's time zone, one input per field (``channels.teams.inputs``), and
+``Action.Execute`` buttons (each with an ``Action.Submit`` fallback for hosts without Universal
+Actions): an approval is Approve / Decline… / Cancel, a form Send / Decline… / Cancel. Decline…
+answers with a second card asking for an optional reason. After an invalid answer the card comes
+back with what was typed and each field's error. Ended: how it ended, by whom and when, the
+answered values, and nothing to click.
 
-A card that would make the activity larger than ``MAX_ACTIVITY_BYTES`` gives way: a pending request
-becomes a short card whose button opens the web form, and an ended one drops answered values.
+A card that would make the activity larger than ``MAX_ACTIVITY_BYTES`` gives way: first the agent's
+message is cut at a block or line boundary and followed by "Read the whole request" (a link to the
+web form); if the form alone is still too large, a pending request becomes a short card whose button
+opens the web form, and an ended one drops answered values.
 """
 
 from __future__ import annotations
@@ -20,8 +23,12 @@ from typing import Any
 from channels.approvers import approvals_text, turn_text, who_may_answer
 from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
+from channels.document import document_of
+from channels.document.model import plain_block
 from channels.mentions import teams_mentions
+from channels.teams.code import Element
 from channels.teams.inputs import field_inputs
+from channels.teams.markdown import Rendering, size_of
 from channels.teams.text import moment, plain, plain_text, run
 from schemas.models import HumanFunction, Status
 
@@ -46,8 +53,12 @@ REASON_ID = "reason"
 """The id of the decline card's reason input."""
 MAX_REASON = 1000
 """Characters a decline reason may have on the card."""
-FALLBACK_MESSAGE = 2000
-"""Characters of the agent's message kept on the short card of an oversized request."""
+FALLBACK_MESSAGE_BYTES = 6 * 1024
+"""UTF-16 bytes of the agent's rendered message on the short card of an oversized request (about
+2,000 characters of text); the rest is on the web form, which "Read the whole request" opens."""
+SIZE_SLACK = 512
+"""Bytes kept free when the message is fitted to what the rest of the card leaves: the cut's own
+separators and the JSON around the body are counted only roughly."""
 
 _TOO_LARGE = "This request is too large to show in Teams. Answer it in the web form."
 _STATUS_COLOURS = {
@@ -69,28 +80,38 @@ def render_card(
     """The card showing ``hf`` as it is now; ``typed``/``errors`` re-show a refused answer and
     ``notice`` a line for the person who acted. Always within ``MAX_ACTIVITY_BYTES``."""
     if not hf.is_pending:
-        return _ended(hf, notice)
-    body = [*_header(hf), *_notice(notice, errors), *_form(hf, typed, errors or {})]
-    card = _card(body, _actions(hf), refresh=hf)
-    if hf.mention:
-        line, entities = teams_mentions(hf.mention)
-        card["body"].insert(0, {"type": "TextBlock", "text": line, "wrap": True})
-        card["msteams"]["entities"] = entities
-    if activity_size(card, summary_of(hf)) <= MAX_ACTIVITY_BYTES:
+        return _ended(hf, ctx, notice)
+
+    def pending(message: list[Element]) -> dict[str, Any]:
+        body = [*_header(hf, message), *_notice(notice, errors), *_form(hf, typed, errors or {})]
+        card = _card(body, _actions(hf), refresh=hf)
+        if hf.mention:
+            line, entities = teams_mentions(hf.mention)
+            card["body"].insert(0, {"type": "TextBlock", "text": line, "wrap": True})
+            card["msteams"]["entities"] = entities
         return card
+
+    # The rest of the card is measured first: a long message is then measured block by block and
+    # cut to what is left, without ever serialising the whole oversized card.
+    summary = summary_of(hf)
+    budget = _message_budget(activity_size(pending([]), summary))
+    if budget >= FALLBACK_MESSAGE_BYTES:
+        card = pending(Rendering(document_of(hf.message)).fitted(budget, ctx.form_url))
+        if activity_size(card, summary) <= MAX_ACTIVITY_BYTES:
+            return card
     return oversized_card(hf, ctx)
 
 
 def oversized_card(hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
     """The short card of a request whose form does not fit in a Teams message."""
-    body = [*_header(hf, message_limit=FALLBACK_MESSAGE), plain_text(_TOO_LARGE, weight="Bolder")]
+    body = [*_header(hf, _short_message(hf, ctx)), plain_text(_TOO_LARGE, weight="Bolder")]
     link = {"type": "Action.OpenUrl", "title": "Answer in the web form", "url": ctx.form_url}
     return _card(
         body, [link, _execute(hf, ASK_REASON, "Decline…", fallback=DECLINE), _cancel(hf)], refresh=hf
     )
 
 
-def reason_card(hf: HumanFunction) -> dict[str, Any]:
+def reason_card(hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
     """What Decline… shows the person who clicked it: an optional reason, Decline and Back."""
     reason = {
         "type": "Input.Text",
@@ -104,14 +125,20 @@ def reason_card(hf: HumanFunction) -> dict[str, Any]:
         _execute(hf, DECLINE, "Decline", style="destructive"),
         _execute(hf, REFRESH, "Back", inputs="none"),
     ]
-    return _card([*_header(hf, message_limit=FALLBACK_MESSAGE), reason], actions, refresh=hf)
+    return _card([*_header(hf, _short_message(hf, ctx)), reason], actions, refresh=hf)
 
 
 def summary_of(hf: HumanFunction) -> str:
-    """The activity's ``summary``: what notifications and the chat list show (plain text)."""
+    """The activity's ``summary``: what notifications and the chat list show (plain text: the
+    message's words without its Markdown)."""
     summary = outcome_summary(hf)
     prefix = f"{summary.sentence()}: " if summary else ""
-    return clip(prefix + hf.message.replace("\n", " "), 200)
+    words: list[str] = []
+    for block in document_of(hf.message).blocks:  # the first blocks are enough for 200 characters
+        words += plain_block(block).split()
+        if sum(map(len, words)) > 200:
+            break
+    return clip(prefix + " ".join(words), 200)
 
 
 def activity_size(card: Mapping[str, Any], summary: str) -> int:
@@ -144,15 +171,22 @@ def _card(
     return card
 
 
-def _header(hf: HumanFunction, *, message_limit: int | None = None) -> list[dict[str, Any]]:
+def _message_budget(without_message: int) -> int:
+    """UTF-16 bytes the agent's message may take on a card whose other parts take ``without_message``."""
+    return MAX_ACTIVITY_BYTES - without_message - SIZE_SLACK
+
+
+def _short_message(hf: HumanFunction, ctx: RenderContext) -> list[Element]:
+    """The message on a short card: at most ``FALLBACK_MESSAGE_BYTES``, then the link if cut."""
+    return Rendering(document_of(hf.message)).fitted(FALLBACK_MESSAGE_BYTES, ctx.form_url)
+
+
+def _header(hf: HumanFunction, message: list[Element]) -> list[dict[str, Any]]:
     schema = hf.request_schema
     title = schema.get("title")
     if not isinstance(title, str) or not title.strip():
         title = "Approval requested" if approval_field(schema) else "Input requested"
-    blocks = [
-        plain_text(title, limit=200, weight="Bolder", size="Medium"),
-        plain_text(hf.message, **({"limit": message_limit} if message_limit else {})),
-    ]
+    blocks = [plain_text(title, limit=200, weight="Bolder", size="Medium"), *message]
     about = schema.get("description")
     if isinstance(about, str) and about.strip():
         blocks.append(plain_text(about, isSubtle=True))
@@ -238,7 +272,7 @@ def _data(hf: HumanFunction, verb: str) -> dict[str, str]:
     return {"hg": hf.id, "act": verb}
 
 
-def _ended(hf: HumanFunction, notice: str | None) -> dict[str, Any]:
+def _ended(hf: HumanFunction, ctx: RenderContext, notice: str | None) -> dict[str, Any]:
     summary = outcome_summary(hf)
     assert summary is not None
     colour = _STATUS_COLOURS.get(hf.status, "Default")
@@ -250,13 +284,24 @@ def _ended(hf: HumanFunction, notice: str | None) -> dict[str, Any]:
         plain(run(f"{clip(label, 200)}: ", weight="Bolder"), run(value or "(empty)"))
         for label, value in answered_values(hf)
     ]
-    head = [*_header(hf), *_notice(notice, None), *lines]
-    card = _card([*head, *rows], [], refresh=None)
-    kept = len(rows)
-    while activity_size(card, summary_of(hf)) > MAX_ACTIVITY_BYTES and kept > 0:
-        kept -= 1
+    summary_text = summary_of(hf)
+    message = Rendering(document_of(hf.message))
+
+    def card_of(message: list[Element], kept: int) -> dict[str, Any]:
         more = plain_text(f"{len(rows) - kept} more answers: the agent received them all", isSubtle=True)
-        card = _card(
-            [*_header(hf, message_limit=FALLBACK_MESSAGE), *lines, *rows[:kept], more], [], refresh=None
-        )
+        tail = [*rows[:kept], *([more] if kept < len(rows) else [])]
+        return _card([*_header(hf, message), *_notice(notice, None), *lines, *tail], [], refresh=None)
+
+    whole = message.elements()
+    card = card_of(whole, len(rows))
+    if activity_size(card, summary_text) <= MAX_ACTIVITY_BYTES:
+        return card
+    # The message is cut before any answered value is dropped, down to the short card's share.
+    wanted = min(size_of(whole), FALLBACK_MESSAGE_BYTES)
+    for kept in range(len(rows), -1, -1):
+        budget = _message_budget(activity_size(card_of([], kept), summary_text))
+        if budget >= wanted or kept == 0:
+            card = card_of(message.fitted(max(budget, 0), ctx.form_url), kept)
+            if activity_size(card, summary_text) <= MAX_ACTIVITY_BYTES or kept == 0:
+                return card
     return card

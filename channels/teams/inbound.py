@@ -167,7 +167,7 @@ async def _execute(desk: Desk, action: CardAction, activity: Mapping[str, Any]) 
         return card_reply(render_card(hf, ctx, notice=TOO_LATE))
     if action.verb == ASK_REASON:
         await desk.started(hf, f"teams:{object_id}")
-        return card_reply(reason_card(hf))
+        return card_reply(reason_card(hf, ctx))
     await _adopt(desk, hf, activity)
     try:
         ended = await desk.answer(hf, await _answer_of(desk, hf, action, activity))

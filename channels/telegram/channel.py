@@ -63,7 +63,7 @@ class TelegramChannel:
         return [name for name, value in wanted.items() if not value]
 
     def render(self, hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
-        return render_message(hf)
+        return render_message(hf, ctx)
 
     def parse(self, hf: HumanFunction, payload: Mapping[str, Any]) -> Answer:
         """The answer a one-tap button gives (Approve, an option); a conversation's answers are
@@ -106,7 +106,7 @@ class TelegramChannel:
         chat = hf.target or api.chat_id  # a policy's target replaces HUMANGATE_TELEGRAM_CHAT_ID
         sent = await api.call(
             "sendMessage",
-            {"chat_id": chat, **render_message(hf), "link_preview_options": {"is_disabled": True}},
+            {"chat_id": chat, **render_message(hf, ctx), "link_preview_options": {"is_disabled": True}},
         )
         if not isinstance(sent, Mapping) or "message_id" not in sent:
             raise DeliveryError("sendMessage: Telegram's answer has no message_id", retryable=False)
@@ -124,7 +124,7 @@ class TelegramChannel:
         chat, message_id = hf.refs.get("chat_id"), hf.refs.get("message_id")
         if not chat or not message_id:
             return
-        params = {"chat_id": chat, "message_id": int(message_id), **render_message(hf)}
+        params = {"chat_id": chat, "message_id": int(message_id), **render_message(hf, ctx)}
         params["link_preview_options"] = {"is_disabled": True}
         try:
             await api.call("editMessageText", params)

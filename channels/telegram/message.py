@@ -1,10 +1,13 @@
 """The Telegram message of a Human Function, pending or ended, in HTML parse mode (pure: no I/O).
 
-Everything from the agent, the schema or a person goes through ``escape`` (``& < >``), so no tag,
-link or mention fires; only our own words carry tags. A pending request shows its inline keyboard
-(``layout_of``): an approval as Approve / Decline, a lone single choice as one button per option (and
-Decline), any other form as Respond / Decline (Respond asks the fields one at a time in the thread,
-``channels.telegram.conversation``). An ended one shows the outcome and who answered, without buttons.
+The agent's message is its Markdown rendered in Telegram's HTML (``channels.telegram.markdown``: only
+Telegram's tags, safe links, no mention or command detected), cut to what the message has room for
+and then linked to the web form. Everything else from the schema or a person goes through
+``escape`` (``& < >``), so no tag, link or mention fires; only our own words carry tags. A pending
+request shows its inline keyboard (``layout_of``): an approval as Approve / Decline, a lone single
+choice as one button per option (and Decline), any other form as Respond / Decline (Respond asks the
+fields one at a time in the thread, ``channels.telegram.conversation``). An ended one shows the
+outcome and who answered, without buttons.
 
 Every message humangate sends ends with ``Request <id>`` (``REF``): a reply to it, or to a question
 of its conversation, names the request it belongs to (Telegram delivers the replied-to message).
@@ -19,8 +22,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from channels.approvers import approvals_text, turn_text, who_may_answer
+from channels.base import RenderContext
 from channels.display import answered_values, approval_field, clip, outcome_summary
+from channels.document import document_of
 from channels.telegram.buttons import APPROVE, CHOOSE, DECLINE, RESPOND, button
+from channels.telegram.markdown import fitted, visible_length
 from schemas.flat import kind_of, options_of
 from schemas.models import HumanFunction, Status
 
@@ -28,8 +34,8 @@ Layout = Literal["approval", "choice", "conversation"]
 
 MAX_TEXT = 4096
 """Telegram's limit of a message's text (after entities are parsed)."""
-MAX_AGENT_TEXT = 3000
-"""How much of the agent's message is shown; the rest of the 4096 is kept for our own lines."""
+TEXT_RESERVE = 96
+"""Characters of the 4,096 left unused, for what the count of our own lines may miss."""
 CHOICE_BUTTONS_MAX = 8
 """A lone single choice with at most this many options is answered with one button per option."""
 MAX_BUTTON_TEXT = 60
@@ -85,18 +91,20 @@ def layout_of(hf: HumanFunction) -> Layout:
     return "conversation"
 
 
-def render_message(hf: HumanFunction) -> dict[str, Any]:
+def render_message(hf: HumanFunction, ctx: RenderContext) -> dict[str, Any]:
     """``text``, ``parse_mode`` and ``reply_markup`` of ``hf``'s message: its buttons while pending,
-    its outcome (no buttons) once ended."""
-    lines = [_escaped_message(hf)]
+    its outcome (no buttons) once ended. The agent's message takes what our lines leave of
+    ``MAX_TEXT``; a longer one is cut and links to the web form (``ctx.form_url``)."""
     if hf.is_pending:
-        lines += _pending_lines(hf)
+        lines = _pending_lines(hf)
         markup: dict[str, Any] = {"inline_keyboard": keyboard(hf)}
     else:
-        lines += _outcome_lines(hf)
+        lines = _outcome_lines(hf)
         markup = {"inline_keyboard": []}
-    lines.append(ref_line(hf.id))
-    return {"text": "\n".join(lines), "parse_mode": "HTML", "reply_markup": markup}
+    tail = "\n".join([*lines, ref_line(hf.id)])
+    budget = MAX_TEXT - visible_length(tail) - 1 - TEXT_RESERVE
+    message = fitted(document_of(hf.message), max(budget, 0), ctx.form_url)
+    return {"text": f"{message}\n{tail}", "parse_mode": "HTML", "reply_markup": markup}
 
 
 def keyboard(hf: HumanFunction) -> list[list[dict[str, str]]]:
@@ -117,10 +125,6 @@ def keyboard(hf: HumanFunction) -> list[list[dict[str, str]]]:
 def reminder_text(hf: HumanFunction, text: str) -> str:
     """A reminder in the request's thread, escaped, with its footer."""
     return f"{escape(text)}\n{ref_line(hf.id)}"
-
-
-def _escaped_message(hf: HumanFunction) -> str:
-    return f"<b>{escape(clip(hf.message, MAX_AGENT_TEXT))}</b>"
 
 
 def _pending_lines(hf: HumanFunction) -> list[str]:

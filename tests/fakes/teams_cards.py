@@ -1,4 +1,5 @@
-"""What Teams would refuse in an Adaptive Card: a checker of the 1.5 schema's elements and properties.
+"""What Teams would refuse in an Adaptive Card: a checker of the 1.5 schema's elements and properties
+(plus Teams' own ``CodeBlock``, which Teams documents for cards with a ``fallback`` for other hosts).
 
 The fake Bot Connector runs every posted or edited card through ``card_problems``, so a rendering
 that uses an element or property Adaptive Cards 1.5 does not have, a misspelt property, an input
@@ -30,6 +31,21 @@ ELEMENTS: dict[str, set[str]] = {
         "backgroundImage",
     },
     "ColumnSet": _COMMON | {"columns", "style", "bleed", "minHeight", "selectAction", "horizontalAlignment"},
+    "Column": _COMMON - {"height"}
+    | {"items", "width", "style", "bleed", "minHeight", "selectAction", "verticalContentAlignment"},
+    "Table": _COMMON
+    | {
+        "columns",
+        "rows",
+        "firstRowAsHeader",
+        "showGridLines",
+        "gridStyle",
+        "horizontalCellContentAlignment",
+        "verticalCellContentAlignment",
+    },
+    "TableRow": {"type", "cells", "style", "horizontalCellContentAlignment", "verticalCellContentAlignment"},
+    "TableCell": {"type", "items", "style", "selectAction", "verticalContentAlignment", "bleed", "minHeight"},
+    "CodeBlock": _COMMON | {"codeSnippet", "language", "startLineNumber"},
     "FactSet": _COMMON | {"facts"},
     "ActionSet": _COMMON | {"actions"},
     "Input.Text": _INPUT | {"isMultiline", "maxLength", "style", "inlineAction", "regex"},
@@ -120,10 +136,53 @@ def _element(element: Mapping[str, Any], problems: list[str], ids: list[str]) ->
                 problems.append("RichTextBlock inlines are TextRuns")
             else:
                 problems += [f"TextRun: unknown property {key}" for key in inline if key not in TEXT_RUN]
+    if kind == "ColumnSet":
+        for column in element.get("columns") or []:
+            if not isinstance(column, Mapping) or column.get("type") != "Column":
+                problems.append("ColumnSet columns are Columns")
+            else:
+                _element(column, problems, ids)
+    if kind == "Table":
+        problems += _table_problems(element, problems, ids)
+    if kind == "CodeBlock":
+        if not isinstance(element.get("codeSnippet"), str) or element.get("language") not in CODE_LANGUAGES:
+            problems.append(
+                f"CodeBlock needs a codeSnippet and one of Teams' languages, not {element.get('language')!r}"
+            )
+    fallback = element.get("fallback")
+    if isinstance(fallback, Mapping):
+        _element(fallback, problems, ids)
     for child in element.get("items") or []:
         _element(child, problems, ids)
     for action in element.get("actions") or []:
         _action(action, problems, ids)
+
+
+CODE_LANGUAGES = {
+    "Bash", "C", "C++", "C#", "CSS", "DOS", "Go", "GraphQL", "HTML", "Java", "JavaScript", "JSON", "Perl",
+    "PHP", "PlainText", "PowerShell", "Python", "SQL", "TypeScript", "Visual Basic", "Verilog", "VHDL", "XML",
+}  # fmt: skip
+"""The languages Teams' CodeBlock highlights."""
+
+
+def _table_problems(table: Mapping[str, Any], problems: list[str], ids: list[str]) -> list[str]:
+    found: list[str] = []
+    columns = table.get("columns") or []
+    if not all(isinstance(column, Mapping) and "width" in column for column in columns):
+        found.append("Table columns each have a width")
+    for row in table.get("rows") or []:
+        if not isinstance(row, Mapping) or row.get("type") != "TableRow":
+            found.append("Table rows are TableRows")
+            continue
+        cells = row.get("cells") or []
+        if len(cells) > len(columns):
+            found.append("a TableRow has more cells than the Table has columns")
+        for cell in cells:
+            if not isinstance(cell, Mapping) or cell.get("type") != "TableCell":
+                found.append("TableRow cells are TableCells")
+            else:
+                _element(cell, problems, ids)
+    return found
 
 
 def _action(action: Mapping[str, Any], problems: list[str], ids: list[str]) -> None:

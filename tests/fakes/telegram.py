@@ -6,7 +6,9 @@ every ``answerCallbackQuery``, and serves ``getUpdates`` as Telegram does: a lon
 (forgotten), and 409 while a webhook is set (``setWebhook`` / ``deleteWebhook``). Tests push updates
 (a tap on a button, a reply to a message) with ``tap`` / ``reply``; ``deliver_webhook`` POSTs one to a
 gateway's ``/telegram/updates`` with the secret header instead. ``server.script`` makes it answer a
-429 with ``retry_after``.
+429 with ``retry_after``. Like Telegram, it refuses a text in HTML mode whose tags it does not know or
+that are not balanced ("can't parse entities") and one longer than 4,096 characters once its entities
+are parsed ("message is too long").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from typing import Any
 
 import httpx
@@ -204,6 +207,8 @@ class FakeTelegram:
             if str(args.get("chat_id")) != str(CHAT_ID):
                 return _error(400, "Bad Request: chat not found")
             return _ok({"id": CHAT_ID, "type": "supergroup", "title": "Ops"})
+        if method in ("sendMessage", "editMessageText") and (problem := text_problem(args)):
+            return _error(400, f"Bad Request: {problem}")
         if method == "sendMessage":
             if str(args.get("chat_id")) != str(CHAT_ID):
                 return _error(400, "Bad Request: chat not found")
@@ -275,6 +280,56 @@ def button_data(message: dict[str, Any], text: str) -> str:
                 return str(button["callback_data"])
     titles = [button.get("text") for row in rows for button in row]
     raise AssertionError(f"no button {text!r} in the message; its buttons are {titles}")
+
+
+MAX_TEXT = 4096
+"""Characters of a message's text after its entities are parsed (UTF-16 code units)."""
+HTML_TAGS = frozenset({"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre"})
+HTML_TAGS |= {"blockquote", "span", "tg-spoiler", "tg-emoji"}
+"""The tags of Telegram's HTML parse mode."""
+
+
+class _Entities(HTMLParser):
+    """Reads an HTML-mode text as Telegram does: known tags, balanced, and the text they leave."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.text: list[str] = []
+        self.problem = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in HTML_TAGS:
+            self.problem = self.problem or f'can\'t parse entities: unsupported start tag "{tag}"'
+        self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.problem = (
+                self.problem or f"can't parse entities: can't find end tag corresponding to \"{tag}\""
+            )
+        else:
+            self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def text_problem(args: dict[str, Any]) -> str:
+    """Why Telegram would refuse this message's text, or ``''``."""
+    text = str(args.get("text", ""))
+    if args.get("parse_mode") == "HTML":
+        entities = _Entities()
+        entities.feed(text)
+        entities.close()
+        if entities.problem or entities.open:
+            return entities.problem or "can't parse entities: unclosed start tag"
+        text = "".join(entities.text)
+    if not text.strip():
+        return "message text is empty"
+    if len(text.encode("utf-16-le")) // 2 > MAX_TEXT:
+        return "message is too long"
+    return ""
 
 
 def _plain(html_text: str) -> str:

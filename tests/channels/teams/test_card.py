@@ -140,10 +140,12 @@ def test_an_approval_is_three_buttons_each_with_a_submit_fallback() -> None:
     assert [f["type"] for f in fallbacks] == ["Action.Submit"] * 3
     assert [f["data"]["act"] for f in fallbacks] == ["approve", "decline", "cancel"]
     assert card["refresh"]["userIds"] == [] and card["refresh"]["action"]["verb"] == "refresh"
-    assert reason_card(hf_of(APPROVAL))["actions"][0]["verb"] == "decline"
+    assert reason_card(hf_of(APPROVAL), CTX)["actions"][0]["verb"] == "decline"
 
 
-def test_agent_text_is_shown_as_typed_never_as_markdown() -> None:
+def test_agent_markdown_is_rendered_and_nothing_else_fires() -> None:
+    """The agent's Markdown renders (bold, a link with its host); its ``<at>`` and ``{{DATE()}}`` are
+    broken by an invisible joiner, and the schema's title stays plain text."""
     message = "**Deploy** [now](https://evil.example) <at>everyone</at> {{DATE(2020-01-01T00:00:00Z)}}"
     schema = {
         "type": "object",
@@ -151,10 +153,14 @@ def test_agent_text_is_shown_as_typed_never_as_markdown() -> None:
         "properties": {"a": {"type": "string", "title": "[x](y)"}},
     }
     card = render_card(hf_of(schema, message), CTX)
+    shown = [block["text"] for block in card["body"] if block["type"] == "TextBlock"]
+    assert (
+        "**Deploy** [now](https://evil.example) (evil.example) <\u2060at>everyone<\u2060/at> "
+        "{\u2060{DATE(2020-01-01T00:00:00Z)}}"
+    ) in shown
     runs = [block for block in card["body"] if block["type"] == "RichTextBlock"]
-    assert message in ["".join(r["text"] for r in block["inlines"]) for block in runs]
-    text_blocks = json.dumps([b for b in card["body"] if b["type"] == "TextBlock"])
-    assert "evil" not in text_blocks and "_title_" not in text_blocks and "everyone" not in text_blocks
+    assert "_title_" in ["".join(r["text"] for r in block["inlines"]) for block in runs]
+    assert "_title_" not in json.dumps(shown) and "msteams" in card and "entities" not in card["msteams"]
 
 
 def ended(schema: dict[str, Any], status: Status, action: Action, **outcome: Any) -> HumanFunction:
