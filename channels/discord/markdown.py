@@ -19,6 +19,7 @@ from dataclasses import replace
 from itertools import groupby
 
 from channels.discord.text import ZERO_WIDTH_SPACE, escape
+from channels.document.columns import merged, table_text
 from channels.document.fit import READ_MORE, fit
 from channels.document.model import (
     Block,
@@ -32,11 +33,8 @@ from channels.document.model import (
     Runs,
     Table,
     is_diff,
-    plain_runs,
 )
 
-MAX_CELL = 60
-"""Characters of a table cell shown in its aligned column (longer cells are clipped with "…")."""
 MAX_LIST_DEPTH = 3
 """Levels of nested lists shown indented; deeper ones are shown at this level."""
 RULE_TEXT = "\u2500" * 20
@@ -122,22 +120,6 @@ def inline(runs: Runs, *, line_start: bool = True, label: bool = False) -> str:
     return "".join(pieces)
 
 
-def merged(runs: Runs) -> list[Run]:
-    """``runs`` with neighbours of the same style joined (a cut line comes back word by word)."""
-    out: list[Run] = []
-    for key, group in groupby(runs, key=_merge_key):
-        texts = [run.text for run in group]
-        if key[0]:
-            out.extend(Run("\n") for _ in texts)
-        else:
-            out.append(Run("".join(texts), *key[1:]))
-    return out
-
-
-def _merge_key(run: Run) -> tuple[bool, bool, bool, bool, bool, str | None]:
-    return (run.text == "\n", run.bold, run.italic, run.strike, run.code, run.href)
-
-
 def code_span(text: str) -> str:
     """`` `text` `` fenced with one more backtick than its longest run of them."""
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
@@ -221,32 +203,6 @@ def _list(items: ListBlock, depth: int) -> str:
         if first:
             lines.append(indent + marker.rstrip())
     return "\n".join(lines)
-
-
-def table_text(table: Table) -> str:
-    """A table as aligned columns of monospace text: the head, a line of dashes, the rows.
-    (Slack's renderer has the same; the lead may move one copy into ``channels.document``.)"""
-    rows = [[_cell(cell) for cell in row] for row in (table.head, *table.rows)]
-    count = max((len(row) for row in rows), default=0)
-    rows = [row + [""] * (count - len(row)) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(count)]
-    aligns = [*table.aligns, *([None] * count)]
-
-    def line(row: list[str]) -> str:
-        cells = []
-        for i, cell in enumerate(row):
-            align = aligns[i]
-            text = cell.rjust(widths[i]) if align == "right" else cell.ljust(widths[i])
-            cells.append(cell.center(widths[i]) if align == "center" else text)
-        return "  ".join(cells).rstrip()
-
-    head, *body = rows
-    return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(row) for row in body)])
-
-
-def _cell(runs: Runs) -> str:
-    text = " ".join(plain_runs(runs).split())
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "\u2026"
 
 
 def _quoted(href: str) -> str:

@@ -16,9 +16,9 @@ a "Read the whole request" link to the web form says where the rest is.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import groupby
 from typing import Any
 
+from channels.document.columns import merged, table_text
 from channels.document.fit import READ_MORE, fit
 from channels.document.model import (
     Block,
@@ -29,11 +29,9 @@ from channels.document.model import (
     Paragraph,
     Quote,
     Rule,
-    Run,
     Runs,
     Table,
     plain_block,
-    plain_runs,
 )
 
 Element = dict[str, Any]
@@ -45,8 +43,6 @@ MAX_LIST_INDENT = 8
 """Slack's deepest ``rich_text_list`` indent; deeper lists are shown at this one."""
 MAX_DIVIDERS = 10
 """Rules shown as divider blocks; later ones (and every one in a modal) are a line of text."""
-MAX_CELL = 60
-"""Characters of a table cell shown in its aligned column (longer cells are clipped with "…")."""
 RULE_TEXT = "\u2500" * 20
 """A rule where a divider block cannot go."""
 
@@ -118,50 +114,6 @@ def inline(runs: Runs, *, bold: bool = False) -> list[Element]:
         elif run.text:
             out.append(_text(run.text, **style))
     return out or [_text(" ")]
-
-
-def merged(runs: Runs) -> list[Run]:
-    """``runs`` with neighbours of the same style joined (a cut line comes back word by word)."""
-    out: list[Run] = []
-    for key, group in groupby(runs, key=_merge_key):
-        texts = [run.text for run in group]
-        if key[0]:
-            out.extend(Run("\n") for _ in texts)
-        else:
-            out.append(Run("".join(texts), *key[1:]))
-    return out
-
-
-def _merge_key(run: Run) -> tuple[bool, bool, bool, bool, bool, str | None]:
-    return (run.text == "\n", run.bold, run.italic, run.strike, run.code, run.href)
-
-
-def table_text(table: Table) -> str:
-    """A table as aligned columns of monospace text: the head, a line of dashes, the rows."""
-    rows = [[_cell(cell) for cell in row] for row in (table.head, *table.rows)]
-    count = max((len(row) for row in rows), default=0)
-    rows = [row + [""] * (count - len(row)) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(count)]
-    aligns = list(table.aligns) + [None] * count
-
-    def line(row: list[str]) -> str:
-        cells = []
-        for i, cell in enumerate(row):
-            if aligns[i] == "right":
-                cells.append(cell.rjust(widths[i]))
-            elif aligns[i] == "center":
-                cells.append(cell.center(widths[i]))
-            else:
-                cells.append(cell.ljust(widths[i]))
-        return "  ".join(cells).rstrip()
-
-    head, *body = rows
-    return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(row) for row in body)])
-
-
-def _cell(runs: Runs) -> str:
-    text = " ".join(plain_runs(runs).split())
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "\u2026"
 
 
 def _list(block: ListBlock, indent: int) -> Iterator[Element]:

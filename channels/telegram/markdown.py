@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from channels.document.columns import table_text
 from channels.document.fit import READ_MORE, fit
 from channels.document.model import (
     Block,
@@ -55,8 +56,6 @@ MAX_INDENT = 4
 """List levels indented further; deeper ones stay at this level."""
 RULE = "\u2014" * 12
 """A thematic break: a line of em dashes."""
-MAX_CELL = 60
-"""Characters of one table cell in the aligned ``<pre>``; a longer cell is clipped there."""
 
 _DETECTED = re.compile(r"(?<![\w@])@(?=\w)|(?<!\S)/(?=\w)|(?<![\w+.-])(?!https?:)[A-Za-z][\w+.-]*:(?=//)")
 _TAGS = re.compile(r"<[^>]*>")
@@ -222,29 +221,4 @@ def _list(block: ListBlock, depth: int, *, quoted: bool) -> str:
 
 def _aligned(block: Table) -> str:
     """A table as plain text in columns padded to their widest cell (the head, a rule, the rows)."""
-    rows = [[_cell(cell) for cell in row] for row in ([block.head] if block.head else []) + list(block.rows)]
-    width = max((len(row) for row in rows), default=0)
-    rows = [row + [""] * (width - len(row)) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(width)]
-    aligns = [*block.aligns, *([None] * width)]
-
-    def line(row: list[str]) -> str:
-        cells = []
-        for i, cell in enumerate(row):
-            if aligns[i] == "right":
-                cells.append(cell.rjust(widths[i]))
-            elif aligns[i] == "center":
-                cells.append(cell.center(widths[i]))
-            else:
-                cells.append(cell.ljust(widths[i]))
-        return " | ".join(cells).rstrip()
-
-    out = [line(row) for row in rows]
-    if block.head:
-        out.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(out)
-
-
-def _cell(runs: Runs) -> str:
-    text = " ".join(plain_runs(runs).split())
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "\u2026"
+    return table_text(block, separator=" | ", rule_joint="-+-")

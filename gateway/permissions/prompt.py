@@ -36,8 +36,6 @@ DECISION = "decision"
 """The one property of a call's schema: which allowing button the person chose."""
 ALLOW = "allow"
 SESSION = "session"
-APPROVE = "allow"
-"""The one boolean of a call's schema when no session rule can be derived."""
 
 LARGE_INPUT_BYTES = 64 * 1024
 """An input larger than this is described off the event loop (diffing and masking take tens of ms)."""
@@ -99,7 +97,8 @@ async def plan(
 
 def decision_schema(session_title: str | None, call_id: str) -> dict[str, Any]:
     """What a person answers about a call: Allow, or Allow for this session (``session_title``, the
-    button naming the rule), as one choice; a decline denies. Without a session rule, one Allow.
+    button naming the rule), as one choice: a button each on every chat surface, beside Decline, which
+    denies. Without a session rule, Allow alone.
     ``call_id`` (a digest of the whole call) tells two calls apart whose shown parts are the same,
     so that neither re-attaches to the other's request."""
     base: dict[str, Any] = {
@@ -107,9 +106,9 @@ def decision_schema(session_title: str | None, call_id: str) -> dict[str, Any]:
         "title": "Permission requested",
         "description": f"Call {call_id}",
     }
-    if session_title is None:
-        return base | {"properties": {APPROVE: {"type": "boolean", "title": "Allow"}}, "required": [APPROVE]}
-    choices = [{"const": ALLOW, "title": "Allow"}, {"const": SESSION, "title": session_title}]
+    choices = [{"const": ALLOW, "title": "Allow"}]
+    if session_title is not None:
+        choices.append({"const": SESSION, "title": session_title})
     return base | {
         "properties": {DECISION: {"type": "string", "title": "Decision", "oneOf": choices}},
         "required": [DECISION],
@@ -136,7 +135,7 @@ def decision_of(
     rule = session_rule(tool, call_input)
     if content.get(DECISION) == SESSION and rule is not None:
         return allow_for_session(call_input, rule[0], rule[1])
-    if content.get(DECISION) == ALLOW or content.get(APPROVE) is True:
+    if content.get(DECISION) == ALLOW:
         return allow(call_input)
     return denial_of(outcome)
 
