@@ -51,8 +51,16 @@ def description(document: Document, budget: int, form_url: str | None) -> tuple[
     """``document`` as Discord markdown within ``budget`` characters (counted as Discord counts,
     in UTF-16 units), and whether it was cut (then it ends with the "Read the whole request" link)."""
     more = read_more(form_url)
-    kept, cut = fit(document.blocks, size, budget - length(more) - 2)
-    text = "\n\n".join(piece for piece in (block(b) for b in kept) if piece)
+    rendered: dict[int, tuple[Block, str]] = {}
+
+    def shown(one: Block) -> str:
+        # Each block is written once: fit measures it, and the kept ones are joined from here.
+        if id(one) not in rendered:
+            rendered[id(one)] = (one, block(one))
+        return rendered[id(one)][1]
+
+    kept, cut = fit(document.blocks, lambda one: length(shown(one)) + 2, budget - length(more) - 2)
+    text = "\n\n".join(piece for piece in (shown(b) for b in kept) if piece)
     if cut:
         text = f"{text}\n\n{more}" if text else more
     return text, cut
@@ -67,7 +75,7 @@ def read_more(form_url: str | None) -> str:
 
 def length(text: str) -> int:
     """Characters as Discord's limits count them (UTF-16 code units)."""
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text.encode("utf-16-le")) // 2
 
 
 def size(one: Block) -> int:

@@ -53,7 +53,18 @@ def rich_blocks(
     """The blocks showing ``document`` (``rich_text`` blocks, and ``divider`` blocks for rules) within
     ``budget`` characters of text, and whether it was cut (then a last section links ``form_url``)."""
     more = _read_more(form_url)
-    kept, cut = fit(document.blocks, size, budget - (_text_size(more) if more else 0))
+    built: dict[int, tuple[Block, list[Element]]] = {}
+
+    def built_elements(block: Block) -> list[Element]:
+        # Each block is built once: fit measures it, and the kept ones are assembled from here.
+        if id(block) not in built:
+            built[id(block)] = (block, elements(block))
+        return built[id(block)][1]
+
+    def cost(block: Block) -> int:
+        return sum(_text_size(element) for element in built_elements(block))
+
+    kept, cut = fit(document.blocks, cost, budget - (_text_size(more) if more else 0))
     blocks: list[Element] = []
     group: list[Element] = []
     for block in kept:
@@ -64,7 +75,7 @@ def rich_blocks(
                 group = []
             blocks.append({"type": "divider"})
             continue
-        group.extend(elements(block))
+        group.extend(built_elements(block))
     if cut:
         group.append(more or _section([_text("The message is too long for Slack.", italic=True)]))
     if group:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from itertools import groupby
 
 import nh3
@@ -41,6 +41,8 @@ from channels.document.model import (
     is_diff,
     plain_text,
 )
+from channels.document.parse import PARSED_CACHE, parse
+from schemas.settings import get_settings
 
 HEADING_SHIFT = 2
 """Levels added to the agent's headings, so a ``#`` (an ``h3``) never outranks the page's own ``h1``
@@ -136,7 +138,14 @@ def message_html(text: str, styles: Styles | None = None) -> str:
     """An agent's text (``HUMANGATE_MESSAGE_FORMAT`` honoured) as cleaned HTML, ready to be put in a
     page as it is (Jinja: ``Markup`` of this value only); ``styles``: with those inline styles."""
     table = tuple(sorted((styles or {}).items()))
-    return cleaner(table).clean(render_document(document_of(text), styles))
+    return _cleaned_html(text, table, get_settings().message_format)
+
+
+@lru_cache(maxsize=PARSED_CACHE)
+def _cleaned_html(text: str, table: tuple[tuple[str, str], ...], message_format: str) -> str:
+    # Kept per process like the parse: the form and the inbox show the same message on every visit.
+    document = parse(text, markdown=message_format == "markdown")
+    return cleaner(table).clean(render_document(document, dict(table)))
 
 
 def message_plain_text(text: str) -> str:
