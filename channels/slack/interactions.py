@@ -1,12 +1,12 @@
 """What a click or a modal submission in Slack does: answer, open a modal, or say why not.
 
-``respond`` is the one entry, whichever way the interaction came: a verified, new callback on
-``/slack/events`` (``channels.slack.inbound``) or an envelope read over Socket Mode
-(``channels.slack.sockets``). It returns what to acknowledge it with: the body of the HTTP 200, or
-the payload of the envelope's ack. A click is acknowledged first and handled after (Slack wants the
-ack within 3 s; a modal needs its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing
-done). A submission is handled before its ack, because the ack carries the field errors or the
-closing of the modal.
+``respond`` is the one entry, whichever way the interaction came: the Bolt app's listeners
+(``channels.slack.listeners``) call it for a verified, new callback on ``/slack/events`` and for an
+envelope read over Socket Mode alike. It returns what to acknowledge it with (``ack()``'s arguments):
+the body of the HTTP 200, or the payload of the envelope's ack. A click is acknowledged first and
+handled after (Slack wants the ack within 3 s; a modal needs its ``trigger_id`` within 3 s too, so
+``views.open`` is the first thing done). A submission is handled before its ack, because the ack
+carries the field errors or the closing of the modal.
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ NAME_LOOKUP_TIMEOUT = 1.5
 """Seconds the ``users.info`` look-up of who answered may take before the Slack handle is used
 (a modal's submission must be acknowledged within 3 s)."""
 
+STORE_AWAY_WORDS = (
+    "humangate cannot reach its store right now, so your answer was not recorded. Nothing was "
+    "changed; please try again in a few seconds."
+)
+"""What the person reads when Redis stayed away for the whole of Slack's 3 seconds (Socket Mode)."""
+
 NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_SLACK_ALLOWED_USERS). Nothing was changed."
 )
@@ -75,6 +81,17 @@ async def respond(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
         return await handle_submission(desk, payload)
     if kind == "url_verification" and isinstance(payload.get("challenge"), str):
         return {"challenge": payload["challenge"]}
+    return {}
+
+
+def unavailable(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What to acknowledge an interaction with when humangate could not handle it in time: a
+    submission's modal says so, a click's person is told through ``response_url``."""
+    hf_id = hf_id_of(payload) or ""
+    if payload.get("type") == "view_submission":
+        return _notice("Try again", STORE_AWAY_WORDS)
+    if payload.get("type") == "block_actions":
+        _after_ack(desk, tell(payload.get("response_url"), STORE_AWAY_WORDS, hf_id), hf_id)
     return {}
 
 
