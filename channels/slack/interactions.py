@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from channels.approvers import ALREADY_APPROVED, NOT_AN_APPROVER, refusal, refusal_reason
@@ -33,6 +36,7 @@ from schemas.errors import (
     ClosedError,
     ExpiredError,
     InvalidAnswerError,
+    StoreUnavailableError,
     UnknownRequestError,
 )
 from schemas.models import Action, HumanFunction
@@ -45,6 +49,16 @@ _REFUSAL_TITLES = {NOT_AN_APPROVER: "Not an approver", ALREADY_APPROVED: "Alread
 NAME_LOOKUP_TIMEOUT = 1.5
 """Seconds the ``users.info`` look-up of who answered may take before the Slack handle is used
 (a modal's submission must be acknowledged within 3 s)."""
+
+STORE_AWAY = (RedisConnectionError, RedisTimeoutError, StoreUnavailableError)
+"""What a Redis call raises while Redis is away (a restart, a failover)."""
+
+RETRY_PAUSE = 0.1
+"""Seconds between two tries of work that found Redis away."""
+
+CLICK_RETRY_SECONDS = 10.0
+"""Seconds a click's work (after its ack) is tried again while Redis is away: a Sentinel failover
+takes about 2.5 s, a restart a few."""
 
 STORE_AWAY_WORDS = (
     "humangate cannot reach its store right now, so your answer was not recorded. Nothing was "
@@ -74,7 +88,7 @@ async def respond(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
     """
     kind = payload.get("type")
     if kind == "block_actions" and _ours(first_action(payload).get("action_id")):
-        _after_ack(desk, handle_click(desk, payload), hf_id_of(payload))
+        _after_ack(desk, _click_until_stored(desk, payload), hf_id_of(payload))
         return {}
     view = payload.get("view")
     if kind == "view_submission" and isinstance(view, Mapping) and _ours(view.get("callback_id")):
@@ -112,6 +126,19 @@ def _after_ack(desk: Desk, work: Coroutine[Any, Any, None], hf_id: str | None) -
     task = asyncio.create_task(run(), name=f"humangate-slack-click-{hf_id}")
     running.add(task)
     task.add_done_callback(running.discard)
+
+
+async def _click_until_stored(desk: Desk, payload: Mapping[str, Any]) -> None:
+    """``handle_click``, tried again while Redis is away; the person is told if it stays away."""
+    deadline = time.monotonic() + CLICK_RETRY_SECONDS
+    while True:
+        try:
+            return await handle_click(desk, payload)
+        except STORE_AWAY:
+            if time.monotonic() >= deadline:
+                await tell(payload.get("response_url"), STORE_AWAY_WORDS, hf_id_of(payload) or "")
+                raise
+        await asyncio.sleep(RETRY_PAUSE)  # a pause between tries, bounded by the deadline
 
 
 def allowed(desk: Desk, user_id: str) -> bool:

@@ -15,8 +15,6 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncBoltRequest
 from slack_bolt.middleware.request_verification.async_request_verification import (
     AsyncRequestVerification,
@@ -27,7 +25,8 @@ from slack_sdk.signature import Clock, SignatureVerifier
 from channels.base import Desk
 from channels.slack.actions import hf_id_of
 from channels.slack.bolt import Exchange, exchange_of
-from schemas.errors import InvalidRequestError, SignatureError, StoreUnavailableError
+from channels.slack.interactions import RETRY_PAUSE, STORE_AWAY
+from schemas.errors import InvalidRequestError, SignatureError
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +35,6 @@ T = TypeVar("T")
 SIGNATURE_WINDOW_SECONDS = 300
 """How old (or how far in the future) a signed Slack request may be: Slack's five minutes, which
 Bolt's verifier applies; a request's signature is remembered this long against replays."""
-
-RETRY_PAUSE = 0.1
-"""Seconds between two tries of a Redis call that found Redis away (Socket Mode)."""
-
-STORE_AWAY = (RedisConnectionError, RedisTimeoutError, StoreUnavailableError)
-"""What a Redis call raises while Redis is away (a restart, a failover)."""
 
 BAD_SIGNATURE = (
     "X-Slack-Signature and X-Slack-Request-Timestamp are not a v0 signature of this body made with "
@@ -147,11 +140,16 @@ def add_middleware(app: AsyncApp, desk: Desk) -> None:
 
 async def patiently(exchange: Exchange, call: Callable[[], Awaitable[T]]) -> T:
     """``call()``, tried again while Redis is away and the exchange's retry budget lasts."""
+    tries = 0
     while True:
         try:
             return await call()
         except STORE_AWAY as exc:
             if not exchange.retries_left():
                 raise
-            logger.info("Redis is away (%s); trying a Slack request again channel=slack", type(exc).__name__)
-            await asyncio.sleep(RETRY_PAUSE)  # a pause between tries, bounded by the exchange's deadline
+            if not tries:
+                logger.info(
+                    "Redis is away (%s); trying a Slack request again channel=slack", type(exc).__name__
+                )
+            tries += 1
+        await asyncio.sleep(RETRY_PAUSE)  # a pause between tries, bounded by the exchange's deadline
