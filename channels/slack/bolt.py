@@ -11,16 +11,13 @@ It is built on first use, inside the running event loop, and kept in the channel
   and applies a replayed request or envelope once;
 - its listeners are in ``channels.slack.listeners``: that is where a new one goes.
 
-What one request carries besides Slack's body is its ``Exchange``, put in Bolt's context by the
-transport: how to recognise it again, how long it may be retried, and what went wrong, which the
-transport answers as it must (the gateway's 400/401/503 over HTTP, words for the person over Socket
-Mode).
+What one request carries besides Slack's body is its ``Exchange`` (``channels.slack.exchange``), put
+in Bolt's context by the transport.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -29,42 +26,24 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.base import Desk
 from channels.slack.client import API_TIMEOUT, api_base, retry_handlers
-
-EXCHANGE = "humangate_exchange"
-"""The key of a request's ``Exchange`` in Bolt's context."""
+from channels.slack.listeners import add_listeners
+from channels.slack.middleware import add_middleware, signed_requests
 
 _APP = "bolt_app"
 """Where ``Desk.state`` keeps this process's Bolt app."""
 
 
-@dataclass
-class Exchange:
-    """What the transport knows of one request that Slack's body does not say."""
+class _TokenNote(logging.Filter):
+    """Drops Bolt's warning that the client wins over ``token``: Bolt reads ``SLACK_BOT_TOKEN`` from
+    the environment by itself, while humangate hands the token over through ``authorize`` on purpose."""
 
-    replay_key: str
-    """What a replay of this request repeats: its signature over HTTP, its envelope id over Socket
-    Mode (``Desk.first_delivery``)."""
-    replay_window: int
-    """Seconds ``replay_key`` is remembered."""
-    deadline: float | None = None
-    """``time.monotonic()`` until which a call that found Redis away is tried again (Socket Mode's
-    ack budget); ``None``: not retried (HTTP answers 503 and Slack's person clicks again)."""
-    refusal: str | None = None
-    """Why the body is not an interaction Slack sends, refused once the signature is verified."""
-    failure: Exception | None = None
-    """What went wrong in a middleware or a listener; the transport answers it."""
-
-    def retries_left(self) -> bool:
-        """Whether a call that found Redis away may be tried again."""
-        return self.deadline is not None and time.monotonic() < self.deadline
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("As you gave `client` as well")
 
 
-def exchange_of(context: Any) -> Exchange:
-    """The ``Exchange`` the transport put in a Bolt request's context."""
-    exchange = context.get(EXCHANGE)
-    if not isinstance(exchange, Exchange):
-        raise RuntimeError("a Slack request reached the Bolt app without its exchange")
-    return exchange
+bolt_logger = logging.getLogger(f"{__name__}.app")
+"""The Bolt app's logger (its framework's own lines)."""
+bolt_logger.addFilter(_TokenNote())
 
 
 def slack_app(desk: Desk) -> AsyncApp:
@@ -78,10 +57,6 @@ def slack_app(desk: Desk) -> AsyncApp:
 
 def build_app(desk: Desk) -> AsyncApp:
     """A Bolt app answering Slack's requests with ``desk``."""
-    # Imported here: both import this module's names.
-    from channels.slack.listeners import add_listeners
-    from channels.slack.middleware import add_middleware, signed_requests
-
     settings = desk.settings
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
 
@@ -105,6 +80,7 @@ def build_app(desk: Desk) -> AsyncApp:
         # to a task of their own (channels.slack.interactions), so nothing waits for a poll.
         process_before_response=True,
         name="humangate",
+        logger=bolt_logger,
     )
     add_middleware(app, desk)
     add_listeners(app, desk)

@@ -24,7 +24,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from channels.base import Desk, Inbound
-from channels.slack.bolt import EXCHANGE, Exchange, slack_app
+from channels.slack.bolt import slack_app
+from channels.slack.exchange import EXCHANGE, Exchange
 from channels.slack.middleware import SIGNATURE_WINDOW_SECONDS
 from schemas.errors import InvalidJsonError, InvalidRequestError
 from schemas.json_text import NOT_UTF8, read_json

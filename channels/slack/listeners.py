@@ -18,7 +18,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from channels.base import Desk
-from channels.slack.bolt import exchange_of
+from channels.slack.exchange import exchange_of
 from channels.slack.interactions import respond
 from channels.slack.middleware import patiently
 

@@ -24,7 +24,7 @@ from slack_sdk.signature import Clock, SignatureVerifier
 
 from channels.base import Desk
 from channels.slack.actions import hf_id_of
-from channels.slack.bolt import Exchange, exchange_of
+from channels.slack.exchange import Exchange, exchange_of
 from channels.slack.interactions import RETRY_PAUSE, STORE_AWAY
 from schemas.errors import InvalidRequestError, SignatureError
 

@@ -23,7 +23,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from channels.base import Connected, Desk
 from channels.slack.actions import hf_id_of
-from channels.slack.bolt import EXCHANGE, Exchange
+from channels.slack.exchange import EXCHANGE, Exchange
 from channels.slack.interactions import unavailable
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from channels.base import Desk
-from channels.slack.bolt import EXCHANGE, Exchange
+from channels.slack.exchange import EXCHANGE, Exchange
 from channels.slack.middleware import BAD_SIGNATURE, SIGNATURE_WINDOW_SECONDS, SignedRequests
 from schemas.errors import SignatureError
 
