@@ -60,11 +60,12 @@ CLICK_RETRY_SECONDS = 10.0
 """Seconds a click's work (after its ack) is tried again while Redis is away: a Sentinel failover
 takes about 2.5 s, a restart a few."""
 
-STORE_AWAY_WORDS = (
-    "humangate cannot reach its store right now, so your answer was not recorded. Nothing was "
-    "changed; please try again in a few seconds."
+NOT_RECORDED = (
+    "humangate could not handle your answer in time (its store may be unreachable for a moment), so "
+    "it was not recorded. Nothing was changed; please try again in a few seconds."
 )
-"""What the person reads when Redis stayed away for the whole of Slack's 3 seconds (Socket Mode)."""
+"""What the person reads when their interaction could not be handled within Slack's 3 seconds
+(Redis away for the whole budget, or a listener that failed), over Socket Mode."""
 
 NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_SLACK_ALLOWED_USERS). Nothing was changed."
@@ -103,9 +104,9 @@ def unavailable(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
     submission's modal says so, a click's person is told through ``response_url``."""
     hf_id = hf_id_of(payload) or ""
     if payload.get("type") == "view_submission":
-        return _notice("Try again", STORE_AWAY_WORDS)
+        return _notice("Try again", NOT_RECORDED)
     if payload.get("type") == "block_actions":
-        _after_ack(desk, tell(payload.get("response_url"), STORE_AWAY_WORDS, hf_id), hf_id)
+        _after_ack(desk, tell(payload.get("response_url"), NOT_RECORDED, hf_id), hf_id)
     return {}
 
 
@@ -136,7 +137,7 @@ async def _click_until_stored(desk: Desk, payload: Mapping[str, Any]) -> None:
             return await handle_click(desk, payload)
         except STORE_AWAY:
             if time.monotonic() >= deadline:
-                await tell(payload.get("response_url"), STORE_AWAY_WORDS, hf_id_of(payload) or "")
+                await tell(payload.get("response_url"), NOT_RECORDED, hf_id_of(payload) or "")
                 raise
         await asyncio.sleep(RETRY_PAUSE)  # a pause between tries, bounded by the deadline
 

@@ -75,13 +75,16 @@ class LeasedSocket(AsyncSocketModeHandler):
         headers: dict[str, str | Sequence[str]] | None = (
             {"x-slack-retry-num": str(req.retry_attempt)} if req.retry_attempt else None
         )
-        request = AsyncBoltRequest(
-            mode="socket_mode", body=payload, headers=headers, context={EXCHANGE: exchange}
-        )
         try:
+            request = AsyncBoltRequest(
+                mode="socket_mode", body=payload, headers=headers, context={EXCHANGE: exchange}
+            )
             response = await asyncio.wait_for(self.app.async_dispatch(request), ACK_BUDGET)
         except Exception as exc:  # a timeout, or Bolt itself failing: the envelope is acked all the same
             exchange.failure = exc
+        else:
+            if response.status >= 500 and exchange.failure is None:  # Bolt caught a middleware's error
+                exchange.failure = RuntimeError(f"the Bolt app answered {response.status}")
         if exchange.failure is not None:
             logger.warning(
                 "acknowledged an envelope not handled hf=%s channel=slack (%s)",

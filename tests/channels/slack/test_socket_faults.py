@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from channels.slack.interactions import STORE_AWAY_WORDS
+from channels.slack.interactions import NOT_RECORDED
 from tests.conftest import ROOMY, GatewayProcess, StartGateway
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_callbacks import click
@@ -55,7 +55,7 @@ def _told(slack: FakeSlack) -> set[str]:
     return {
         call.path.rsplit("/", 1)[1]
         for call in slack.server.calls
-        if call.path.startswith("/hooks/") and call.json().get("text") == STORE_AWAY_WORDS
+        if call.path.startswith("/hooks/") and call.json().get("text") == NOT_RECORDED
     }
 
 
