@@ -3,8 +3,9 @@
 For each ``Endpoint`` of each channel in ``channels.registry``, a route. A signed endpoint is opened
 here, the same way for every platform: a channel not configured on this gateway is refused (404,
 naming the missing settings), the body is read (its size was already bounded by ``gateway.limits``),
-``Channel.verify_inbound`` must pass (else 401), and an ``InvalidRequestError`` the handler raises is
-a 400; every refusal is built by ``gateway.errors.webhook_refusal``. The handler gets the opened
+``Channel.verify_inbound`` must pass (else 401, as for a ``SignatureError`` the handler raises when
+its platform's SDK verifies the request), and an ``InvalidRequestError`` the handler raises is a 400;
+every refusal is built by ``gateway.errors.webhook_refusal``. The handler gets the opened
 request and the channel's ``Desk`` (``gateway.desk``), built once per app.
 """
 
@@ -72,10 +73,9 @@ async def _open(
     inbound = Inbound(headers, await request.body())
     try:
         proof = await channel.verify_inbound(inbound, desk)
-    except SignatureError as exc:
+        return await endpoint.handle(request, Inbound(headers, inbound.body, proof), desk)
+    except SignatureError as exc:  # from verify_inbound, or a handler whose platform SDK verifies (Bolt)
         logger.warning("refused %s channel=%s: %s", endpoint.what, channel.name, exc)
         return webhook_refusal(exc, plain=endpoint.plain_errors)
-    try:
-        return await endpoint.handle(request, Inbound(headers, inbound.body, proof), desk)
     except InvalidRequestError as exc:
         return webhook_refusal(exc, plain=endpoint.plain_errors)

@@ -1,21 +1,24 @@
 """What a click or a modal submission in Slack does: answer, open a modal, or say why not.
 
-``respond`` is the one entry, whichever way the interaction came: a verified, new callback on
-``/slack/events`` (``channels.slack.inbound``) or an envelope read over Socket Mode
-(``channels.slack.sockets``). It returns what to acknowledge it with: the body of the HTTP 200, or
-the payload of the envelope's ack. A click is acknowledged first and handled after (Slack wants the
-ack within 3 s; a modal needs its ``trigger_id`` within 3 s too, so ``views.open`` is the first thing
-done). A submission is handled before its ack, because the ack carries the field errors or the
-closing of the modal.
+``respond`` is the one entry, whichever way the interaction came: the Bolt app's listeners
+(``channels.slack.listeners``) call it for a verified, new callback on ``/slack/events`` and for an
+envelope read over Socket Mode alike. It returns what to acknowledge it with (``ack()``'s arguments):
+the body of the HTTP 200, or the payload of the envelope's ack. A click is acknowledged first and
+handled after (Slack wants the ack within 3 s; a modal needs its ``trigger_id`` within 3 s too, so
+``views.open`` is the first thing done). A submission is handled before its ack, because the ack
+carries the field errors or the closing of the modal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from channels.approvers import ALREADY_APPROVED, NOT_AN_APPROVER, refusal, refusal_reason
@@ -33,6 +36,7 @@ from schemas.errors import (
     ClosedError,
     ExpiredError,
     InvalidAnswerError,
+    StoreUnavailableError,
     UnknownRequestError,
 )
 from schemas.models import Action, HumanFunction
@@ -45,6 +49,23 @@ _REFUSAL_TITLES = {NOT_AN_APPROVER: "Not an approver", ALREADY_APPROVED: "Alread
 NAME_LOOKUP_TIMEOUT = 1.5
 """Seconds the ``users.info`` look-up of who answered may take before the Slack handle is used
 (a modal's submission must be acknowledged within 3 s)."""
+
+STORE_AWAY = (RedisConnectionError, RedisTimeoutError, StoreUnavailableError)
+"""What a Redis call raises while Redis is away (a restart, a failover)."""
+
+RETRY_PAUSE = 0.1
+"""Seconds between two tries of work that found Redis away."""
+
+CLICK_RETRY_SECONDS = 10.0
+"""Seconds a click's work (after its ack) is tried again while Redis is away: a Sentinel failover
+takes about 2.5 s, a restart a few."""
+
+NOT_RECORDED = (
+    "humangate could not handle your answer in time (its store may be unreachable for a moment), so "
+    "it was not recorded. Nothing was changed; please try again in a few seconds."
+)
+"""What the person reads when their interaction could not be handled within Slack's 3 seconds
+(Redis away for the whole budget, or a listener that failed), over Socket Mode."""
 
 NOT_ALLOWED = (
     "You are not allowed to answer this request (HUMANGATE_SLACK_ALLOWED_USERS). Nothing was changed."
@@ -68,13 +89,24 @@ async def respond(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
     """
     kind = payload.get("type")
     if kind == "block_actions" and _ours(first_action(payload).get("action_id")):
-        _after_ack(desk, handle_click(desk, payload), hf_id_of(payload))
+        _after_ack(desk, _click_until_stored(desk, payload), hf_id_of(payload))
         return {}
     view = payload.get("view")
     if kind == "view_submission" and isinstance(view, Mapping) and _ours(view.get("callback_id")):
         return await handle_submission(desk, payload)
     if kind == "url_verification" and isinstance(payload.get("challenge"), str):
         return {"challenge": payload["challenge"]}
+    return {}
+
+
+def unavailable(desk: Desk, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What to acknowledge an interaction with when humangate could not handle it in time: a
+    submission's modal says so, a click's person is told through ``response_url``."""
+    hf_id = hf_id_of(payload) or ""
+    if payload.get("type") == "view_submission":
+        return _notice("Try again", NOT_RECORDED)
+    if payload.get("type") == "block_actions":
+        _after_ack(desk, tell(payload.get("response_url"), NOT_RECORDED, hf_id), hf_id)
     return {}
 
 
@@ -95,6 +127,19 @@ def _after_ack(desk: Desk, work: Coroutine[Any, Any, None], hf_id: str | None) -
     task = asyncio.create_task(run(), name=f"humangate-slack-click-{hf_id}")
     running.add(task)
     task.add_done_callback(running.discard)
+
+
+async def _click_until_stored(desk: Desk, payload: Mapping[str, Any]) -> None:
+    """``handle_click``, tried again while Redis is away; the person is told if it stays away."""
+    deadline = time.monotonic() + CLICK_RETRY_SECONDS
+    while True:
+        try:
+            return await handle_click(desk, payload)
+        except STORE_AWAY:
+            if time.monotonic() >= deadline:
+                await tell(payload.get("response_url"), NOT_RECORDED, hf_id_of(payload) or "")
+                raise
+        await asyncio.sleep(RETRY_PAUSE)  # a pause between tries, bounded by the deadline
 
 
 def allowed(desk: Desk, user_id: str) -> bool:
