@@ -122,6 +122,15 @@ def _positive(text: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
+    from gateway.configuration import SettingsMistakes, checked_settings, read_settings
+
+    try:
+        # serve and worker run the channels, so a half-configured one stops them (doctor reports it).
+        checked_settings() if args.command in ("serve", "worker") else read_settings()
+    except SettingsMistakes as exc:
+        for line in exc.lines:
+            sys.stderr.write(f"humangate: {line}\n")
+        return 2
     if args.command == "serve":
         from gateway.serve import serve as run_serve
 
