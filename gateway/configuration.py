@@ -30,19 +30,19 @@ def read_settings() -> Settings:
         raise SettingsMistakes(mistake_lines(exc)) from None
 
 
-def half_configured(settings: Settings) -> list[str]:
-    """One line per channel with some but not all of its required settings: which are set, which
-    are still needed, and the two ways out."""
+def half_configured(settings: Settings) -> dict[str, str]:
+    """A line for each channel with some but not all of its required settings, by channel name:
+    which are set, which are still needed, and the two ways out."""
     from channels.registry import CHANNELS  # here: commands that read only the settings stay quick
 
     unset = Settings.model_construct()
-    lines = []
+    lines = {}
     for name, channel in CHANNELS.items():
         missing = channel.missing_settings(settings)
         wanted = channel.missing_settings(unset)
         given = [variable for variable in wanted if variable not in missing]
         if missing and given:
-            lines.append(
+            lines[name] = (
                 f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} set, but {channel.title} also needs"
                 f" {' and '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} too, or unset"
                 f" {', '.join(given)} to leave {name} off"
@@ -55,5 +55,5 @@ def checked_settings() -> Settings:
     settings = read_settings()
     lines = half_configured(settings)
     if lines:
-        raise SettingsMistakes(lines)
+        raise SettingsMistakes(list(lines.values()))
     return settings
