@@ -81,3 +81,24 @@ def test_worker_refuses_a_half_configured_channel(tmp_path: Path) -> None:
 def test_commands_that_use_no_channel_run_with_a_half_configured_one(tmp_path: Path) -> None:
     done = humangate("policy", "check", env={"SLACK_BOT_TOKEN": "xoxb-1-2"}, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("no policy file"), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("serve", "--port", "99999"), "humangate serve: argument --port: '99999' is not a port"),
+        (("serve", "--workers", "0"), "humangate serve: argument --workers: '0' is not a whole number of 1"),
+        (("audit", "export", "--format", "xml"), "humangate audit export: argument --format: invalid choice"),
+        (("audit", "export", "--since", "yesterday"), "humangate audit export: --since/--until: 'yesterday'"),
+        (("keys", "list"), "humangate keys: no humangate data in "),
+        (("webhooks", "redrive"), "humangate webhooks redrive: name delivery ids, or --all"),
+    ],
+    ids=" ".join,
+)
+def test_every_mistake_on_the_command_line_is_one_line_on_stderr(
+    args: tuple[str, ...], line: str, tmp_path: Path
+) -> None:
+    done = humangate(*args, env={}, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    (said,) = done.stderr.splitlines()
+    assert said.startswith(line), said
