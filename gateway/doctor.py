@@ -33,7 +33,6 @@ from gateway.doctor_offline import offline_problems
 from schemas.policies import Policies, PolicyFileError
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
 
-
 CHECK_TIMEOUT = 30.0
 """Seconds one platform check may take in all (its client's own timeouts and retries included)."""
 

@@ -76,7 +76,9 @@ def slack(settings: Settings) -> list[str]:
 def discord(settings: Settings) -> list[str]:
     token = _text(settings.discord_bot_token)
     if token and token.lower().startswith("bot "):
-        return ["DISCORD_BOT_TOKEN starts with 'Bot ': set the token alone (humangate adds the 'Bot ' itself)"]
+        return [
+            "DISCORD_BOT_TOKEN starts with 'Bot ': set the token alone (humangate adds the 'Bot ' itself)"
+        ]
     if token and (_slack_kind(token) or TELEGRAM_TOKEN.fullmatch(token)):
         platform = "Slack" if _slack_kind(token) else "Telegram"
         return [

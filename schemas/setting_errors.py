@@ -75,7 +75,12 @@ def _plain(annotation: Any) -> Any:
 def _bounds(field: FieldInfo) -> str:
     said = []
     for meta in field.metadata:
-        for attr, words in (("gt", "greater than"), ("ge", "at least"), ("lt", "less than"), ("le", "at most")):
+        for attr, words in (
+            ("gt", "greater than"),
+            ("ge", "at least"),
+            ("lt", "less than"),
+            ("le", "at most"),
+        ):
             value = getattr(meta, attr, None)
             if value is not None:
                 said.append(f"{words} {value:g}")
@@ -138,4 +143,3 @@ def mistake_lines(error: ValidationError) -> list[str]:
         if line not in lines:
             lines.append(line)
     return lines
-

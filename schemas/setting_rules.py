@@ -45,7 +45,9 @@ class Form:
                 raise ValueError(why)
         return value
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(self.check, handler(source))
 
 
@@ -95,9 +97,10 @@ def _host(text: str) -> str | None:
 
 
 def _api_key(text: str) -> str | None:
-    name, sep, key = text.partition(":")
-    if not sep or not name.strip() or not key.strip():
-        return "an entry is not name:key"
+    for number, entry in enumerate((part for part in text.split(",") if part.strip()), 1):
+        name, sep, key = entry.partition(":")
+        if not sep or not name.strip() or not key.strip():
+            return f"entry {number} is not name:key"
     return None
 
 
@@ -109,7 +112,9 @@ def _slack_user(text: str) -> str | None:
     return None if re.fullmatch(r"[UW][A-Z0-9]+", text) else f"{text[:40]!r} is not a Slack user id"
 
 
-HTTP_URL = Form("an http:// or https:// URL, like https://example.com/api", "ftp://example.com", _url(("http", "https")))
+HTTP_URL = Form(
+    "an http:// or https:// URL, like https://example.com/api", "ftp://example.com", _url(("http", "https"))
+)
 """A web address: public URL, platform API bases, endpoints."""
 
 REDIS_URL = Form(
@@ -119,7 +124,9 @@ REDIS_URL = Form(
 )
 """The Redis humangate uses."""
 
-PROXIES = Form("IP addresses or networks, comma-separated, like 127.0.0.1,10.0.0.0/8 (or *)", "proxy.lan", _proxy)
+PROXIES = Form(
+    "IP addresses or networks, comma-separated, like 127.0.0.1,10.0.0.0/8 (or *)", "proxy.lan", _proxy
+)
 """Reverse proxies whose ``X-Forwarded-For`` is believed."""
 
 HOSTS = Form(

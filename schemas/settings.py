@@ -201,7 +201,9 @@ class Settings(BaseSettings):
     teams_tenant_id: str | None = Field(None, validation_alias=_env("TEAMS_TENANT_ID"))
     teams_conversation: str | None = None
     teams_service_url: Annotated[str, HTTP_URL] = "https://smba.trafficmanager.net/teams/"
-    teams_openid_url: Annotated[str, HTTP_URL] = "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    teams_openid_url: Annotated[str, HTTP_URL] = (
+        "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    )
     teams_token_url: Annotated[str, HTTP_URL] | None = None
     teams_allowed_users: CommaList = Field(default_factory=list)
 

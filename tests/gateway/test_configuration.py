@@ -54,7 +54,9 @@ def assert_words_only(done: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
-def test_every_command_names_every_bad_setting_in_one_line_each(command: tuple[str, ...], tmp_path: Path) -> None:
+def test_every_command_names_every_bad_setting_in_one_line_each(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
     env = {env_name(name): bad_values(name)[0] for name in Settings.model_fields}
     lines = assert_words_only(humangate(*command, env=env, cwd=tmp_path))
     assert [line.split(":")[0] for line in lines] == [env_name(name) for name in Settings.model_fields]

@@ -26,7 +26,9 @@ def doctor(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[s
 def failed(done: subprocess.CompletedProcess[str], channel: str) -> list[str]:
     """The channel's failed checks; the report is nothing but its own lines."""
     assert done.stderr == "", done.stderr  # no SDK log line, no traceback
-    assert all(line.startswith(("[ok  ]", "[FAIL]", "[--  ]")) for line in done.stdout.splitlines()), done.stdout
+    assert all(line.startswith(("[ok  ]", "[FAIL]", "[--  ]")) for line in done.stdout.splitlines()), (
+        done.stdout
+    )
     return [line for line in done.stdout.splitlines() if line.startswith(f"[FAIL] {channel}: ")]
 
 
@@ -34,7 +36,9 @@ def test_slack_answering_an_html_error_page_is_one_failed_check(slack: FakeSlack
     slack.server.script("POST", "/api/auth.test", 502, text=ERROR_PAGE)
     done = doctor(slack.env(), tmp_path)
     assert done.returncode == 1
-    assert failed(done, "slack") == ["[FAIL] slack: Slack had a temporary problem (HTTP 502) when asked to check the token"]
+    assert failed(done, "slack") == [
+        "[FAIL] slack: Slack had a temporary problem (HTTP 502) when asked to check the token"
+    ]
 
 
 def test_slack_not_answering_is_one_failed_check(slack: FakeSlack, tmp_path: Path) -> None:
@@ -54,17 +58,21 @@ def test_discord_answering_a_field_of_another_form_is_one_failed_check(
     done = doctor(discord.env(), tmp_path)
     assert done.returncode == 1
     (line,) = failed(done, "discord")
-    assert line.startswith("[FAIL] discord: unexpected answer from Discord (ValueError: ") and "'text'" in line
+    assert (
+        line.startswith("[FAIL] discord: unexpected answer from Discord (ValueError: ") and "'text'" in line
+    )
 
 
-def test_teams_metadata_without_its_keys_and_an_error_page_for_a_token(teams: FakeTeams, tmp_path: Path) -> None:
+def test_teams_metadata_without_its_keys_and_an_error_page_for_a_token(
+    teams: FakeTeams, tmp_path: Path
+) -> None:
     teams.server.script("GET", "/botframework/v1/.well-known/openidconfiguration", 200, {"issuer": "x"})
     teams.server.script("POST", f"/{TENANT_ID}/oauth2/v2.0/token", 502, text=ERROR_PAGE)
     done = doctor(teams.env(), tmp_path)
     assert done.returncode == 1
     assert failed(done, "teams") == [
-        "[FAIL] teams: HUMANGATE_TEAMS_OPENID_URL: the OpenID metadata names no jwks_uri, so no click could be"
-        " verified",
+        "[FAIL] teams: HUMANGATE_TEAMS_OPENID_URL: the OpenID metadata names no jwks_uri, so no click"
+        " could be verified",
         "[FAIL] teams: the token endpoint answered 502",
     ]
 
@@ -85,7 +93,10 @@ def test_tokens_of_the_wrong_kind_are_found_without_asking_the_platforms(
         | discord.env(DISCORD_BOT_TOKEN="Bot fake-discord-bot-token")
         | teams.env(TEAMS_APP_ID="my-bot", TEAMS_TENANT_ID="contoso tenant")
         | telegram.env()
-        | {"TELEGRAM_BOT_TOKEN": "AAFakeTelegramTokenWithoutItsBotId", "HUMANGATE_TELEGRAM_CHAT_ID": "approvals"}
+        | {
+            "TELEGRAM_BOT_TOKEN": "AAFakeTelegramTokenWithoutItsBotId",
+            "HUMANGATE_TELEGRAM_CHAT_ID": "approvals",
+        }
     )
     done = doctor(env, tmp_path)
     assert done.returncode == 1

@@ -64,7 +64,7 @@ def test_a_bad_value_of_any_setting_is_one_line_naming_it(
     clean_env(monkeypatch)
     monkeypatch.setenv(env_name(name), value)
     with pytest.raises(ValidationError) as raised:
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
     (line,) = mistake_lines(raised.value)
     assert line.startswith(f"{env_name(name)}: "), line
     assert not any(words in line for words in LIBRARY_WORDS), line
@@ -85,7 +85,7 @@ def test_every_mistake_at_once_is_a_line_each(monkeypatch: pytest.MonkeyPatch) -
     for name in Settings.model_fields:
         monkeypatch.setenv(env_name(name), bad_values(name)[0])
     with pytest.raises(ValidationError) as raised:
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
     lines = mistake_lines(raised.value)
     assert [line.split(":")[0] for line in lines] == [env_name(name) for name in Settings.model_fields]
 
@@ -94,10 +94,16 @@ def test_every_mistake_at_once_is_a_line_each(monkeypatch: pytest.MonkeyPatch) -
     ("env", "words"),
     [
         (
-            {"HUMANGATE_TELEGRAM_WEBHOOK_SECRET": "s3cret", "HUMANGATE_PUBLIC_URL": "http://humangate.example.org"},
+            {
+                "HUMANGATE_TELEGRAM_WEBHOOK_SECRET": "s3cret",
+                "HUMANGATE_PUBLIC_URL": "http://humangate.example.org",
+            },
             "Telegram only calls https:// URLs: set HUMANGATE_PUBLIC_URL",
         ),
-        ({"HUMANGATE_OIDC_ISSUER": "https://id.example.org"}, "HUMANGATE_OIDC_CLIENT_ID, HUMANGATE_OIDC_CLIENT_SECRET"),
+        (
+            {"HUMANGATE_OIDC_ISSUER": "https://id.example.org"},
+            "HUMANGATE_OIDC_CLIENT_ID, HUMANGATE_OIDC_CLIENT_SECRET",
+        ),
         ({"HUMANGATE_MAX_KEPT_BYTES": "5000"}, "HUMANGATE_MAX_KEPT_BYTES must be at least"),
     ],
     ids=["telegram-webhook-needs-https", "oidc-all-or-none", "kept-bytes-fit-a-request"],
@@ -109,6 +115,6 @@ def test_a_rule_between_settings_is_one_line_naming_them(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     with pytest.raises(ValidationError) as raised:
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
     (line,) = mistake_lines(raised.value)
     assert words in line and not any(library in line for library in LIBRARY_WORDS), line
