@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,9 +27,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, saying a mistake on the command line in one line (docs/cli.md)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``humangate`` (also used to check the commands in ``deploy/``)."""
-    parser = argparse.ArgumentParser(prog="humangate", description="A multi-channel human-functions gateway.")
+    parser = Parser(prog="humangate", description="A multi-channel human-functions gateway.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser(
@@ -45,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 for every interface)",
     )
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     serve.add_argument(
         "--workers",
         type=_positive,
@@ -113,15 +121,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (a whole number from 1 to 65535)")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
+    from gateway.configuration import SettingsMistakes, checked_settings, read_settings
+
+    try:
+        # serve and worker run the channels, so a half-configured one stops them (doctor reports it).
+        checked_settings() if args.command in ("serve", "worker") else read_settings()
+    except SettingsMistakes as exc:
+        for line in exc.lines:
+            sys.stderr.write(f"humangate: {line}\n")
+        return 2
     if args.command == "serve":
         from gateway.serve import serve as run_serve
 
@@ -157,8 +179,9 @@ def start_worker(target: RedisTarget, channels: list[str]) -> Stoppable:
 def check_policy_file(file: str | None) -> int:
     """``humangate policy check [FILE]``: each mistake as ``FILE:LINE: field: rule`` (exit 1), or
     a summary of the valid file (exit 0); warnings on stderr, ``FILE:LINE: warning: field: rule``."""
+    from gateway.core.callers import env_keys
     from gateway.core.local import running_embedded_url
-    from gateway.core.policies import DEFAULT_POLICY_FILE, check_file, policy_path, stored_operators
+    from gateway.core.policies import DEFAULT_POLICY_FILE, check_file, policy_path, stored_key_names
     from gateway.core.redis_target import RedisTarget
     from schemas.settings import get_settings
 
@@ -175,9 +198,10 @@ def check_policy_file(file: str | None) -> int:
     if checked.names_operators():
         url = None if settings.external_redis else running_embedded_url(settings.data_dir)
         target = RedisTarget.of(settings) if settings.external_redis else (RedisTarget(url) if url else None)
-        operators = stored_operators(target) if target is not None else None
-        if operators is not None:
-            warnings += checked.operator_warnings(operators)
+        names = stored_key_names(target) if target is not None else None
+        if names is not None:
+            operators, callers = names
+            warnings += checked.operator_warnings(operators, callers | set(env_keys(settings).values()))
         else:
             where = "no Redis found" if target is None else f"Redis ({target.describe()}) does not answer"
             sys.stderr.write(

@@ -1,16 +1,26 @@
 """``humangate doctor``: is Redis reachable, which channels are configured, what is missing, how
 each platform reaches humangate (its endpoints, or connections humangate opens, and who holds each),
-and whether every target of the policy file can be posted to."""
+and whether every target of the policy file can be posted to.
+
+What can be told without the network is (``gateway.doctor_offline``). A platform's odd answer (a
+missing field, an HTML error page, no answer) is one failed check saying what came, never a crash;
+the platforms' SDKs log nothing into the report."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import redis
 
+from channels.base import Channel
 from channels.registry import CHANNELS, configured_channels
+from gateway.configuration import half_configured
 from gateway.core import redis_check
 from gateway.core.lease import holders
 from gateway.core.local import running_embedded_url
@@ -19,8 +29,15 @@ from gateway.core.redis_client import async_redis, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.topology import read_topology, topology_lines
 from gateway.core.webhooks import url_mistakes
+from gateway.doctor_offline import offline_problems
 from schemas.policies import Policies, PolicyFileError
 from schemas.settings import CHANNEL_NAMES, Settings, get_settings
+
+CHECK_TIMEOUT = 30.0
+"""Seconds one platform check may take in all (its client's own timeouts and retries included)."""
+
+ANSWER_CHARS = 200
+"""Characters of an unexpected answer a failed check quotes."""
 
 
 def _say(ok: bool | None, text: str) -> None:
@@ -38,9 +55,16 @@ def _redis_target(settings: Settings) -> RedisTarget | None:
 
 def _check_redis(settings: Settings) -> bool:
     target = _redis_target(settings)
+    data = settings.data_dir.resolve()
     if target is None:
-        _say(None, "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis")
+        _say(
+            None,
+            "Redis: HUMANGATE_REDIS_URL is not set; `humangate serve` will start an embedded Redis, "
+            f"its data kept in {data} (HUMANGATE_DATA_DIR)",
+        )
         return True
+    if not settings.external_redis:
+        _say(None, f"Redis: the embedded Redis of the running humangate serve, its data kept in {data}")
     where = target.describe()
     try:
         with sync_redis(target) as client:
@@ -64,18 +88,40 @@ def _check_redis(settings: Settings) -> bool:
     return healthy
 
 
+def _received(exc: BaseException) -> str:
+    """What an unexpected answer was, in one line: the error it caused and its words."""
+    words = " ".join(str(exc).split())[:ANSWER_CHARS] or "no details"
+    return f"{type(exc).__name__}: {words}"
+
+
+async def platform_check(channel: Channel, settings: Settings) -> list[str]:
+    """``channel.check``, never raising: an unexpected answer or none within ``CHECK_TIMEOUT`` is
+    one problem saying what was received."""
+    try:
+        return await asyncio.wait_for(channel.check(settings), CHECK_TIMEOUT)
+    except TimeoutError:
+        return [f"{channel.title} did not answer within {CHECK_TIMEOUT:g} s (nothing received)"]
+    except Exception as exc:
+        return [f"unexpected answer from {channel.title} ({_received(exc)})"]
+
+
 async def _check_channels(settings: Settings) -> bool:
     healthy = True
+    halves = half_configured(settings)
     for name in CHANNEL_NAMES:
         channel = CHANNELS.get(name)
         if channel is None:
             _say(None, f"{name}: not available in this version")
             continue
+        if name in halves:
+            _say(False, f"{name}: half configured: {halves[name]}")
+            healthy = False
+            continue
         missing = channel.missing_settings(settings)
         if missing:
             _say(None, f"{name}: not configured (set {', '.join(missing)})")
             continue
-        problems = await channel.check(settings)
+        problems = offline_problems(name, settings) or await platform_check(channel, settings)
         for problem in problems:
             _say(False, f"{name}: {problem}")
         if problems:
@@ -138,7 +184,7 @@ async def _check_policies(settings: Settings) -> bool:
                 continue
             if (channel, target) not in checked:
                 with_target = settings.model_copy(update={platform.target_setting: target})
-                checked[channel, target] = await platform.check(with_target)
+                checked[channel, target] = await platform_check(platform, with_target)
             for problem in checked[channel, target]:
                 _say(False, f"{where}: {problem}")
             if checked[channel, target]:
@@ -209,9 +255,23 @@ async def _check_all(settings: Settings) -> bool:
     return await _check_policies(settings) and channels_ok
 
 
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """No log line or warning of ours or of a platform SDK (retries, HTTP requests) while checking:
+    the report says everything in its own lines."""
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
 def run() -> int:
     """Print one line per check; exit 1 when something configured is broken."""
     settings = get_settings()
-    ok = _check_redis(settings)
-    ok = asyncio.run(_check_all(settings)) and ok
+    with _quiet():
+        ok = _check_redis(settings)
+        ok = asyncio.run(_check_all(settings)) and ok
     return 0 if ok else 1

@@ -16,6 +16,17 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from schemas.channel_names import CHANNEL_NAMES as CHANNEL_NAMES  # re-exported: its users import it here
 from schemas.mail import ADDRESS, ADDRESS_RULE, SmtpServer, address_mistake, parse_smtp_url
+from schemas.setting_rules import (
+    API_KEYS,
+    DISCORD_ID,
+    DISCORD_IDS,
+    HOSTS,
+    HTTP_URL,
+    PROXIES,
+    REDIS_URL,
+    SLACK_USERS,
+    one_line,
+)
 
 MIB = 1 << 20
 """Bytes in a mebibyte."""
@@ -84,7 +95,7 @@ class Settings(BaseSettings):
         hide_input_in_errors=True,
     )
 
-    redis_url: str | None = None
+    redis_url: Annotated[str, REDIS_URL] | None = None
     """``redis://`` or ``rediss://`` (TLS), with an ACL user and password if any. With sentinels:
     only its scheme, user, password, database and options are used (the sentinels name the host)."""
     redis_sentinels: CommaList = Field(default_factory=list)
@@ -98,11 +109,11 @@ class Settings(BaseSettings):
     redis_wait_timeout: float = Field(1.0, gt=0)
     """Seconds one ``WAIT`` for replicas may take; past it, the write is acknowledged anyway (logged)."""
     data_dir: Path = Path(".humangate")
-    public_url: str = "http://127.0.0.1:8000"
-    allowed_hosts: CommaList = Field(default_factory=list)
+    public_url: Annotated[str, HTTP_URL] = "http://127.0.0.1:8000"
+    allowed_hosts: Annotated[list[str], NoDecode, HOSTS] = Field(default_factory=list)
     default_channel: str | None = None
 
-    api_keys: SecretStr | None = None
+    api_keys: Annotated[SecretStr, API_KEYS] | None = None
     require_auth: bool = False
     anonymous_timeout: float = Field(180.0, gt=0)
     authenticated_timeout: float = Field(300.0, gt=0)
@@ -130,7 +141,7 @@ class Settings(BaseSettings):
     anonymous_keep_ended: float = Field(3600.0, gt=0)
     """Seconds an anonymous caller's request is kept after its deadline (a key's: a day), at least
     ``result_retention``; then late clicks and its form link find nothing."""
-    trusted_proxies: CommaList = Field(default_factory=lambda: ["127.0.0.1"])
+    trusted_proxies: Annotated[list[str], NoDecode, PROXIES] = Field(default_factory=lambda: ["127.0.0.1"])
     """Addresses whose ``X-Forwarded-For`` names the real client (reverse proxies in front)."""
     idle_timeout: float = Field(60.0, gt=0)
     """Seconds a ``request_human_input`` request waits for a person to start answering before it is
@@ -172,16 +183,18 @@ class Settings(BaseSettings):
     """Socket Mode connections the whole installation keeps open (Slack allows 10 per app): each
     held by one process, so losing a process loses no click while another still holds one."""
     slack_channel: str | None = None
-    slack_api_url: str = "https://slack.com/api/"
-    slack_allowed_users: CommaList = Field(default_factory=list)
+    slack_api_url: Annotated[str, HTTP_URL] = "https://slack.com/api/"
+    slack_allowed_users: Annotated[list[str], NoDecode, SLACK_USERS] = Field(default_factory=list)
 
     discord_bot_token: SecretStr | None = Field(None, validation_alias=_env("DISCORD_BOT_TOKEN"))
-    discord_application_id: str | None = Field(None, validation_alias=_env("DISCORD_APPLICATION_ID"))
+    discord_application_id: Annotated[str, DISCORD_ID] | None = Field(
+        None, validation_alias=_env("DISCORD_APPLICATION_ID")
+    )
     discord_public_key: str | None = Field(None, validation_alias=_env("DISCORD_PUBLIC_KEY"))
-    discord_channel_id: str | None = None
-    discord_api_url: str = "https://discord.com/api/v10"
-    discord_allowed_users: CommaList = Field(default_factory=list)
-    discord_allowed_roles: CommaList = Field(default_factory=list)
+    discord_channel_id: Annotated[str, DISCORD_ID] | None = None
+    discord_api_url: Annotated[str, HTTP_URL] = "https://discord.com/api/v10"
+    discord_allowed_users: Annotated[list[str], NoDecode, DISCORD_IDS] = Field(default_factory=list)
+    discord_allowed_roles: Annotated[list[str], NoDecode, DISCORD_IDS] = Field(default_factory=list)
     discord_inbound: Literal["http", "gateway"] = "http"
     """How Discord's interactions reach humangate: ``http``, Discord calls ``/discord/interactions``
     (a public URL, signed with ``DISCORD_PUBLIC_KEY``); ``gateway``, over a Gateway connection that
@@ -191,9 +204,11 @@ class Settings(BaseSettings):
     teams_app_password: SecretStr | None = Field(None, validation_alias=_env("TEAMS_APP_PASSWORD"))
     teams_tenant_id: str | None = Field(None, validation_alias=_env("TEAMS_TENANT_ID"))
     teams_conversation: str | None = None
-    teams_service_url: str = "https://smba.trafficmanager.net/teams/"
-    teams_openid_url: str = "https://login.botframework.com/v1/.well-known/openidconfiguration"
-    teams_token_url: str | None = None
+    teams_service_url: Annotated[str, HTTP_URL] = "https://smba.trafficmanager.net/teams/"
+    teams_openid_url: Annotated[str, HTTP_URL] = (
+        "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    )
+    teams_token_url: Annotated[str, HTTP_URL] | None = None
     teams_allowed_users: CommaList = Field(default_factory=list)
 
     smtp_url: SecretStr | None = None
@@ -210,7 +225,7 @@ class Settings(BaseSettings):
     telegram_chat_id: str | None = None
     """Where requests are posted: a group, supergroup or private chat id (``-1001234567890``), or
     a channel's ``@name``."""
-    telegram_api_url: str = "https://api.telegram.org"
+    telegram_api_url: Annotated[str, HTTP_URL] = "https://api.telegram.org"
     """The Bot API base (tests and proxies point it elsewhere)."""
     telegram_webhook_secret: SecretStr | None = None
     """Set: updates come to ``POST /telegram/updates`` with this secret in
@@ -225,6 +240,11 @@ class Settings(BaseSettings):
     """humangate's client secret at that provider."""
     web_sign_in: Literal["optional", "required"] = "optional"
     """``required``: every web form asks the person to sign in first (needs the three OIDC settings)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _one_line(cls, value: object) -> object:
+        return one_line(value)
 
     @field_validator(
         "allowed_hosts",

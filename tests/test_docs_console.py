@@ -4,8 +4,9 @@ of a command's output fails here until the page shows it.
 
 The convention (docs/contract.md#console-examples):
 
-- A session is a ```console block: lines starting with ``$ `` are commands, the lines below each
-  are what it prints (stdout and stderr, as a terminal shows them). ``$ humangate ...`` commands
+- A session is a ```console block: lines starting with ``$ `` are commands (``NAME=value`` words
+  before one set its environment), the lines below each are what it prints (stdout and stderr, as
+  a terminal shows them). ``$ humangate ...`` commands
   are run (``python -m gateway.cli``), except ``serve`` and ``worker`` shown
   without output (they do not end; shown with output, they refuse to start, and are run).
 - ``$ cat FILE`` shows a file: the lines below it are written as ``FILE`` before anything runs.
@@ -256,10 +257,15 @@ def test_every_console_session_prints_what_the_page_shows(
             assert need in SETUPS, f"{session.name}: no setup named {need!r}; known: {sorted(SETUPS)}"
             env |= SETUPS[need](redis_url, session, stack)
         for command in session.commands:
-            assert command.words[0] == "humangate", f"{session.name}: only humangate commands run"
-            if command.words[1] in NOT_RUN and not command.shown:
+            words = list(command.words)
+            given = {}  # NAME=value words before the command: its environment, as a shell reads them
+            while words and re.fullmatch(r"[A-Z][A-Z0-9_]*=\S*", words[0]):
+                name, _, value = words.pop(0).partition("=")
+                given[name] = value
+            assert words[0] == "humangate", f"{session.name}: only humangate commands run"
+            if words[1] in NOT_RUN and not command.shown:
                 continue  # it serves until stopped; shown with output, it refuses to start: run it
-            printed = run(command.words, tmp_path, env, redis_url)
+            printed = run(words, tmp_path, env | given, redis_url)
             shown = "\n".join(command.shown)
             if pattern(command.shown).fullmatch(printed) is None:
                 pytest.fail(

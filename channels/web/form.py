@@ -13,9 +13,9 @@ What a link gets (every page has the form pages' look, CSP and headers, and need
 | right secret, request expired (status expired, or its deadline passed) | 410 | 410 |
 | right secret, request answered, declined or canceled | 200, the outcome | 409, "already ... by X" |
 | right secret, request pending | 200, the form | 303 to the outcome, or 422 with the errors |
-| right secret, request pending, with approvers, web sign-in off | 403, who may answer | 403 |
-| ... with approvers, not signed in | 303 to the sign-in | 401, a sign-in link |
+| right secret, request pending, with approvers, not signed in | 303 to the sign-in | 401, a sign-in link |
 | ... with approvers, signed in but not an approver | 403, who may answer | 403 |
+| ... with approvers, web sign-in off | 403, who may answer and where | 403 |
 | the store (Redis) cannot be reached | 503, "try again in a moment" | 503, the answer kept |
 
 A malformed token and an unknown id are both 404: neither names a request humangate can find, and
@@ -71,6 +71,9 @@ MAX_FORM_FIELDS = 200
 """Most fields one form post may carry (32 properties x a multi-select's options fit)."""
 
 RECORDED_NOTICE = "Your answer was recorded. You can close this page."
+
+CANNOT_ANSWER_HERE = "This request cannot be answered with its link alone."
+"""The heading for someone not signed in, where web sign-in is off, on a request with approvers."""
 
 NOT_SAVED_NOTICE = (
     "Your answer could not be saved: humangate cannot reach its store for a moment. Nothing is lost; "
@@ -185,20 +188,25 @@ async def _approvers_only(
     if only is None or not hf.is_pending:
         return None
     progress = [f"{line}." for line in (approvals_text(hf), turn_text(hf)) if line]
-    who = held_by(person) if person else FORM_LINK
-    why = refusal(hf, [who]) if person else NOT_AN_APPROVER
+    if person is None:
+        # Nobody is identified yet, so nobody is refused: with web sign-in, they are asked to sign
+        # in and nothing is recorded; without it, the page says where the request can be answered.
+        ask = ask_to_sign_in(request, desk, nonce)
+        if ask is not None:
+            return ask
+        if answering:
+            logger.info("refused a form answer hf=%s channel=web by=%s: no sign-in", hf.id, FORM_LINK)
+            await desk.refused(hf, FORM_LINK, refusal_reason(NOT_AN_APPROVER))
+        html = render_notice_page(nonce, CANNOT_ANSWER_HERE, f"{only}.", *progress, WEB_NEEDS_SIGN_IN)
+        return page_response(html, nonce, 403)
+    who = held_by(person)
+    why = refusal(hf, [who])
     if why is None:
         return None
     if answering:
         words = "not an approver" if why == NOT_AN_APPROVER else why
         logger.info("refused a form answer hf=%s channel=web by=%s: %s", hf.id, who, words)
         await desk.refused(hf, who, refusal_reason(why))
-    if person is None:
-        ask = ask_to_sign_in(request, desk, nonce)
-        if ask is not None:
-            return ask
-        html = render_notice_page(nonce, why + ".", f"{only}.", *progress, WEB_NEEDS_SIGN_IN)
-        return page_response(html, nonce, 403)
     signed_in = f"You are signed in as {person.name} ({person.id})."
     html = render_notice_page(nonce, why + ".", f"{only}.", *progress, signed_in)
     return page_response(html, nonce, 403)

@@ -131,6 +131,11 @@ def env_keys(settings: Settings) -> dict[str, str]:
     return found
 
 
+def key_names(records: Mapping[Any, Any]) -> set[str]:
+    """The names of every key among stored key records (``HGETALL`` of the keys hash)."""
+    return {str(json.loads(record)["name"]) for record in records.values()}
+
+
 def operator_names(records: Mapping[Any, Any]) -> set[str]:
     """The names of the operator keys among stored key records (``HGETALL`` of the keys hash)."""
     names = set()

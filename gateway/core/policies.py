@@ -15,7 +15,7 @@ from pathlib import Path
 
 from channels.registry import CHANNELS, channel_names, configured_channels, default_channel
 from gateway.core import redis_keys as keys
-from gateway.core.callers import Caller, operator_names
+from gateway.core.callers import Caller, key_names, operator_names
 from gateway.core.redis_client import is_unavailable, sync_redis
 from gateway.core.redis_target import RedisTarget
 from gateway.core.webhooks import url_checks
@@ -94,9 +94,10 @@ class FileCheck:
         count = len(self.mistakes)
         return f"{self.source} has {count} mistake(s):\n{listed}\n(check it with: humangate policy check)"
 
-    def operator_warnings(self, operators: set[str]) -> list[Mistake]:
+    def operator_warnings(self, operators: set[str], callers: frozenset[str] = frozenset()) -> list[Mistake]:
         """``operator:<name>`` approvers (of a policy or a step) naming no operator key of
-        ``operators``: nobody can answer as them."""
+        ``operators``: nobody can answer as them. The hint fits what exists: a name of a caller key
+        (``callers``) cannot be made an operator's until that key is revoked (a name is one key)."""
         found = []
         for policy in self.policies.policies:
             places: list[tuple[tuple[str | int, ...], str]] = [
@@ -111,14 +112,15 @@ class FileCheck:
             for place, name in places:
                 key = name.removeprefix(OPERATOR_PREFIX)
                 if name.startswith(OPERATOR_PREFIX) and key not in operators:
-                    found.append(
-                        Mistake(
-                            self.lines.line_of(place),
-                            _field(place),
-                            f"{name!r} names no operator key, so nobody can answer as it "
-                            f"(humangate keys create {key} --operator makes one)",
-                        )
+                    rule = (
+                        f"{name!r} names a caller key, not an operator key, so nobody can answer as it "
+                        f"(a name is one key: humangate keys revoke {key}, then humangate keys create "
+                        f"{key} --operator; or name an operator key)"
+                        if key in callers
+                        else f"{name!r} names no operator key, so nobody can answer as it "
+                        f"(humangate keys create {key} --operator makes one)"
                     )
+                    found.append(Mistake(self.lines.line_of(place), _field(place), rule))
         return found
 
     def names_operators(self) -> bool:
@@ -217,12 +219,14 @@ def startup_policies(settings: Settings) -> tuple[Policies, str | None]:
     return checked.policies, checked.refusal()
 
 
-def stored_operators(target: RedisTarget) -> set[str] | None:
-    """The names of the operator keys stored in the Redis at ``target``; ``None`` when it does not
-    answer."""
+def stored_key_names(target: RedisTarget) -> tuple[set[str], frozenset[str]] | None:
+    """The names of the operator keys and of the caller keys stored in the Redis at ``target``;
+    ``None`` when it does not answer."""
     try:
         with sync_redis(target) as client:
-            return operator_names(client.hgetall(keys.API_KEYS))
+            records = client.hgetall(keys.API_KEYS)
+            operators = operator_names(records)
+            return operators, frozenset(key_names(records) - operators)
     except Exception as exc:
         if not is_unavailable(exc):
             raise
@@ -232,8 +236,8 @@ def stored_operators(target: RedisTarget) -> set[str] | None:
 def log_operator_warnings(checked: FileCheck, target: RedisTarget) -> None:
     """At start, once Redis answers: a warning for each ``operator:<name>`` approver naming no
     operator key (nothing when Redis does not answer: the keys cannot be read)."""
-    operators = stored_operators(target) if checked.names_operators() else None
-    for warning in checked.operator_warnings(operators) if operators is not None else []:
+    names = stored_key_names(target) if checked.names_operators() else None
+    for warning in checked.operator_warnings(*names) if names is not None else []:
         logger.warning("%s", warning.at(checked.source, "warning: "))
 
 

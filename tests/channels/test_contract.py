@@ -23,6 +23,7 @@ import pytest
 from channels.approvers import FORM_LINK, NOT_AN_APPROVER
 from channels.base import Endpoint
 from channels.registry import CHANNELS
+from channels.web.form import CANNOT_ANSWER_HERE
 from gateway.core.audit import trail, who_of
 from gateway.core.callers import ANONYMOUS_CALLER
 from gateway.runtime import Runtime
@@ -414,7 +415,8 @@ def as_person(driver: Driver, hf: HumanFunction, post: Any, approver: bool) -> S
 
 
 async def refused_privately(driver: Driver, response: httpx.Response) -> None:
-    """The refusal reached only the person who acted, and says they are not an approver."""
+    """The refusal reached only the person who acted, and says they are not an approver (on a
+    platform that identified them) or that the link alone cannot answer (the web form)."""
     if isinstance(driver, SlackDriver):
         (reply,) = await driver.fake.replies(1)  # the response_url: ephemeral
         assert reply["response_type"] == "ephemeral" and reply["text"] == NOT_AN_APPROVER
@@ -430,8 +432,9 @@ async def refused_privately(driver: Driver, response: httpx.Response) -> None:
         query = json.loads(response.request.content)["callback_query"]
         alert = await driver.fake.answer_to(query["id"])
         assert alert["show_alert"] is True and alert["text"] == NOT_AN_APPROVER
-    else:
-        assert response.status_code == 403 and NOT_AN_APPROVER in response.text
+    else:  # the form's link names no one: it cannot answer, and nobody is called "not an approver"
+        assert response.status_code == 403 and CANNOT_ANSWER_HERE in response.text
+        assert NOT_AN_APPROVER not in response.text
 
 
 async def test_only_approvers_answer_on_every_channel(

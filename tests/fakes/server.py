@@ -100,10 +100,15 @@ class FakeServer:
         *,
         headers: dict[str, str] | None = None,
         times: int = 1,
+        text: str | None = None,
+        media_type: str = "text/html",
     ) -> None:
-        """Answer the next ``times`` calls to ``method path`` with this response instead."""
+        """Answer the next ``times`` calls to ``method path`` with this response instead: ``body`` as
+        JSON, else ``text`` as ``media_type`` (an HTML error page of a proxy), else an empty body."""
 
         def respond() -> Response:
+            if text is not None:
+                return Response(text, status_code=status, headers=headers, media_type=media_type)
             if body is None:
                 return Response(status_code=status, headers=headers)
             return JSONResponse(body, status_code=status, headers=headers)

@@ -172,8 +172,9 @@ def test_policy_check_and_serve_warn_about_what_cannot_work(
     warnings = [
         f"{path}:3: warning: policies.forms.remind: web posts nothing, so there is no thread to remind in: "
         "no reminder is ever sent",
-        f"{path}:4: warning: policies.forms.approvers[1]: 'operator:nobody' names no operator key, so nobody "
-        "can answer as it (humangate keys create nobody --operator makes one)",
+        f"{path}:4: warning: policies.forms.approvers[1]: 'operator:nobody' names a caller key, not an "
+        "operator key, so nobody can answer as it (a name is one key: humangate keys revoke nobody, then "
+        "humangate keys create nobody --operator; or name an operator key)",
         f"{path}:12: warning: policies.deploys.steps[0].approvers[0]: 'operator:ghost' names no operator "
         "key, so nobody can answer as it (humangate keys create ghost --operator makes one)",
     ]

@@ -203,7 +203,8 @@ async def test_only_an_approving_operator_answers_and_the_link_alone_answers_not
     answer = {"hg-action": "accept", "f.approved": "true"}
 
     link = await post_form(form_url, answer)
-    assert link.status_code == 403 and "You are not an approver for this request." in link.text
+    assert link.status_code == 403 and "This request cannot be answered with its link alone." in link.text
+    assert "You are not an approver" not in link.text  # the link names no one: nobody was identified
     async with httpx.AsyncClient(timeout=WAIT) as browser:
         page = await browser.get(form_url)
     assert page.status_code == 403 and "Only operator:alice may answer." in page.text

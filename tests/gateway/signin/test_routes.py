@@ -3,10 +3,13 @@ may lead, what a form asks when sign-in is required, and that nothing changes wi
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import httpx
 
 from gateway.core.embedded import free_port
-from tests.conftest import GatewayProcess, StartGateway
+from tests.conftest import GatewayProcess, StartGateway, run_cli
 from tests.gateway.flows import WAIT
 from tests.oidc import Provider
 
@@ -163,3 +166,26 @@ async def test_a_wrong_client_secret_is_refused_by_the_provider(
     assert "The sign-in provider refused to complete the sign-in." in back.text
     assert "hg_web=" not in back.headers.get("set-cookie", "")
     assert "not-the-secret" not in gateway.output()
+
+
+async def test_a_request_with_approvers_asks_whoever_is_not_signed_in_to_sign_in(
+    start_gateway: StartGateway, oidc_provider: Provider, redis_url: str, tmp_path: Path
+) -> None:
+    """docs/sign-in.md#requests-with-approvers with sign-in optional: the link alone is a sign-in
+    (GET 303, POST 401 with a sign-in link), not a refusal: nothing is recorded, the request waits."""
+    policy = tmp_path / "humangate.toml"
+    policy.write_text('[policies.deploys]\napprovers = ["email:ada@example.com"]\n')
+    port = free_port()
+    env = oidc_provider.register(f"http://127.0.0.1:{port}/auth/callback")
+    gateway = start_gateway(port, HUMANGATE_POLICY_FILE=str(policy), **env)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=WAIT) as client:
+        path = await form_path(client)
+        opened = await client.get(path)
+        assert opened.status_code == 303
+        assert opened.headers["location"].startswith("/auth/sign-in?next=")
+        posted = await client.post(path, data={"hg-action": "accept"}, headers={"Origin": gateway.url})
+        assert posted.status_code == 401 and "Sign in" in posted.text
+        assert "not an approver" not in posted.text
+    trail = run_cli("audit", "export", env={}, redis_url=redis_url)
+    assert trail.returncode == 0, trail.stderr
+    assert [json.loads(line)["event"] for line in trail.stdout.splitlines()] == ["created"]
