@@ -5,7 +5,6 @@ format, and one post end to end through the fake Bot API (which refuses what Tel
 from __future__ import annotations
 
 import re
-import statistics
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -197,21 +196,6 @@ def test_the_plain_format_shows_the_text_as_written() -> None:
     assert {tag for tag, _, _ in reader.tags} <= {"b", "i"}
     assert "## Deploy **v2.1** to *prod*" in shown(reader) and "| payments | $120 | Ada |" in shown(reader)
     assert not _MENTION.search("".join(reader.detectable))
-
-
-def test_render_time_of_an_8_kib_rich_message() -> None:
-    """Render time of an 8 KiB message like ``RICH`` (the parse is cached, as it is per request)."""
-    message = "\n\n".join([RICH] * (8192 // len(RICH) + 1))[:8192]
-    hf = hf_of(message)
-    times = []
-    for _ in range(200):
-        started = time.perf_counter()
-        render_message(hf, CTX)
-        times.append(time.perf_counter() - started)
-    times.sort()
-    median, p99 = statistics.median(times), times[int(len(times) * 0.99) - 1]
-    print(f"telegram 8 KiB render: median {median * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms")  # noqa: T201
-    assert p99 < 0.25
 
 
 async def test_a_rich_request_and_a_long_diff_post_and_the_outcome_keeps_the_rendering(

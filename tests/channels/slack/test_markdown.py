@@ -3,7 +3,6 @@ shared hostile table, the cut of a long message, the plain format, and a post th
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -114,19 +113,6 @@ def test_the_plain_format_shows_the_text_as_written(settings: Settings) -> None:
     (rich,) = message_of(text)
     assert rich_text(rich) == text
     assert [e.get("style") for e in elements(rich) if e["type"] == "text"] == [None]
-
-
-def test_render_time_of_an_8_kib_message() -> None:
-    hf = make_hf(message=((RICH + "\n\n") * (8192 // len(RICH) + 1))[:8192])
-    times = []
-    for _ in range(200):
-        started = time.perf_counter()
-        message_payload(hf, FORM_URL)
-        times.append(time.perf_counter() - started)
-    times.sort()
-    median, p99 = statistics.median(times), times[int(len(times) * 0.99) - 1]
-    print(f"slack 8 KiB render: median {median * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms")  # noqa: T201
-    assert p99 < 0.5
 
 
 async def test_a_rich_and_a_30_kib_request_post_through_the_fake_slack(
