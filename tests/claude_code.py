@@ -58,11 +58,10 @@ def claude_env(home: Path, api_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def mcp_config(path: Path, gateway_url: str, headers: Mapping[str, str] | None = None) -> Path:
-    """The ``--mcp-config`` file naming the gateway as the ``humangate`` server."""
-    server: dict[str, Any] = {"type": "http", "url": f"{gateway_url}/mcp"}
-    if headers:
-        server["headers"] = dict(headers)
+def mcp_config(path: Path, gateway_url: str, **options: Any) -> Path:
+    """The ``--mcp-config`` file naming the gateway as the ``humangate`` server, with ``options``
+    (``headers``, ``timeout``) in its entry."""
+    server: dict[str, Any] = {"type": "http", "url": f"{gateway_url}/mcp", **options}
     path.write_text(json.dumps({"mcpServers": {"humangate": server}}))
     return path
 
@@ -74,18 +73,24 @@ async def run_claude(
     prompt: str = "Push the fix",
     *,
     api_key: str | None = None,
+    server_timeout: int | None = None,
     timeout: float = RUN_TIMEOUT,
     **env: str,
 ) -> ClaudeRun:
     """``claude -p PROMPT --permission-prompt-tool mcp__humangate__approval_prompt`` in a working
-    directory of its own, calling the gateway with ``api_key`` (anonymous without one); ``env`` adds
-    to its environment (``MCP_TOOL_TIMEOUT``...)."""
+    directory of its own, calling the gateway with ``api_key`` (anonymous without one) and the
+    server entry's ``timeout`` (ms) when ``server_timeout`` is given; ``env`` adds to its
+    environment (``MCP_TOOL_TIMEOUT``...)."""
     assert CLAUDE.exists(), f"no {CLAUDE}: run `npm ci --prefix tests/js` (scripts/test does)"
     home, work = tmp_path / "claude-home", tmp_path / "claude-work"
     home.mkdir(exist_ok=True)
     work.mkdir(exist_ok=True)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    config = mcp_config(tmp_path / "mcp.json", gateway_url, headers)
+    options: dict[str, Any] = {}
+    if api_key:
+        options["headers"] = {"Authorization": f"Bearer {api_key}"}
+    if server_timeout is not None:
+        options["timeout"] = server_timeout
+    config = mcp_config(tmp_path / "mcp.json", gateway_url, **options)
     command = [str(CLAUDE), "-p", prompt, "--mcp-config", str(config)]
     command += ["--permission-prompt-tool", PROMPT_TOOL, "--output-format", "json"]
     process = await asyncio.create_subprocess_exec(

@@ -128,14 +128,20 @@ async def test_ask_user_question_is_answered_by_the_person_in_the_form(
     assert outcome["result"] == "Released."
 
 
+@pytest.mark.parametrize("where", ["MCP_TOOL_TIMEOUT", "the server's timeout"])
 async def test_an_answer_after_the_clients_tool_timeout_is_lost(
-    start_gateway: StartGateway, redis_url: str, tmp_path: Path
+    start_gateway: StartGateway, redis_url: str, tmp_path: Path, where: str
 ) -> None:
     gateway = start_gateway()
     key = await create_key(redis_url, "ada")
+    # The CLI's limit on one call, in milliseconds: its environment's, or the server entry's in the
+    # MCP configuration (which wins); progress notifications do not extend it.
+    limit: dict[str, Any] = {"MCP_TOOL_TIMEOUT": "5000"}
+    if where != "MCP_TOOL_TIMEOUT":
+        limit = {"server_timeout": 5000, "MCP_TOOL_TIMEOUT": "600000"}
     with fake_model(tool_use("Bash", RELEASE)).running() as model:
         async with person_in_inbox(gateway.url, key) as person:
-            run = asyncio.create_task(run_claude(tmp_path, gateway.url, model.url, MCP_TOOL_TIMEOUT="5000"))
+            run = asyncio.create_task(run_claude(tmp_path, gateway.url, model.url, **limit))
             hf_id = await person.wait_for_request()
             cut_off = await model.wait_for_result("toolu_01")
             # The request is still pending in humangate: the person can answer, nobody gets it.
