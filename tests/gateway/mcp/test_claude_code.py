@@ -16,6 +16,7 @@ import pytest
 from tests.claude_code import Person, person_in_inbox, run_claude
 from tests.conftest import StartGateway
 from tests.fakes.anthropic import FakeAnthropic, result_text, tool_use
+from tests.fakes.proxy import recording_proxy
 from tests.gateway.inbox.operators import create_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -43,15 +44,28 @@ async def test_a_person_allows_and_the_command_runs(
 ) -> None:
     gateway = start_gateway()
     key = await create_key(redis_url, "ada")
-    with fake_model(tool_use("Bash", RELEASE)).running() as model:
+    with (
+        fake_model(tool_use("Bash", RELEASE)).running() as model,
+        recording_proxy(gateway.url).running() as wire,
+    ):
         async with person_in_inbox(gateway.url, key) as person:
-            run = asyncio.create_task(run_claude(tmp_path, gateway.url, model.url))
+            run = asyncio.create_task(run_claude(tmp_path, wire.url, model.url))
             await answered(person, ALLOW)
             outcome = (await run).result()
         result = model.tool_results()["toolu_01"]
+        sent = [call.json() for call in wire.calls_to("/mcp", "POST")]
     assert not result.get("is_error") and "created directory 'released'" in result_text(result)
     assert (tmp_path / "claude-work" / "released").is_dir()
     assert outcome["result"] == "Released." and outcome["permission_denials"] == []
+    # What the CLI sends (docs/permissions.md): the 2026-07-28 era, no initialize, the call's id twice.
+    methods = [message["method"] for message in sent]
+    assert methods[0] == "server/discover" and "initialize" not in methods
+    call = next(message["params"] for message in sent if message["method"] == "tools/call")
+    assert call["name"] == "approval_prompt"
+    assert call["arguments"] == {"tool_name": "Bash", "input": RELEASE, "tool_use_id": "toolu_01"}
+    meta = call["_meta"]
+    assert meta["claudecode/toolUseId"] == "toolu_01" and "progressToken" in meta
+    assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
 
 
 async def test_a_person_denies_and_the_model_gets_the_reason_as_an_error(
