@@ -182,7 +182,8 @@ class _Builder:
         if markup > MAX_INLINE_MARKUP_CHARS or markup > self.markup_left:
             return (Run(text),) if text else ()
         self.markup_left -= markup
-        children = _INLINES.parseInline(text, self.env)[0].children or []
+        children: list[Token] = []
+        _INLINES.inline.parse(text, _INLINES, self.env, children)  # the inline rules alone, no core pass
         return _Inline().runs(children)
 
 
