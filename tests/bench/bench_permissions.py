@@ -9,7 +9,8 @@ Run by hand from the repository root (pytest does not collect it):
 (a) ``approval_prompt`` calls an allow rule decides (``Bash(npm test *)``, 50 rules in the policy),
 each its own ``tools/call`` on one 2026-07-28 client, ``--concurrency`` at a time: latency p50/p99
 and calls per second, beside the same client calling ``noop_server.py``'s tool; the ratio of
-throughputs. (b) Calls a person answers on the web form, one at a time: from the call to its form
+throughputs; and the same gateway answering calls with invalid arguments (no rule, no Redis), the
+cost of any ``tools/call`` there, which a decision adds to. (b) Calls a person answers on the web form, one at a time: from the call to its form
 link (the request opened and posted) and from the answer to the result, for ``approval_prompt`` and
 ``elicit`` alike; the ratios. Targets: (a) p99 <= 10 ms and >= 0.8x the no-op's throughput, (b) ~1x.
 """
@@ -135,14 +136,23 @@ async def measure_both(opts: argparse.Namespace, gateway_url: str, noop_url: str
             )
             assert '"behavior":"allow"' in result.content[0].text, result  # type: ignore[union-attr]
 
+        async def call_invalid(i: int) -> None:
+            result = await gate.call_tool("approval_prompt", {"tool_name": ""})
+            assert result.is_error, result
+
         await timed_calls(50, opts.concurrency, call_rule)
         rule_ms, rule_rate = await timed_calls(opts.calls, opts.concurrency, call_rule)
+        # The gateway's own cost of a tools/call, with no rule and no Redis: what a decision adds to.
+        invalid_ms, invalid_rate = await timed_calls(opts.calls, opts.concurrency, call_invalid)
         figures |= {
             "noop p50/p99 ms": f"{percentile(noop_ms, 50):.2f} / {percentile(noop_ms, 99):.2f}",
             "noop calls/s": round(noop_rate, 1),
             "rule-decided p50/p99 ms": f"{percentile(rule_ms, 50):.2f} / {percentile(rule_ms, 99):.2f}",
             "rule-decided calls/s": round(rule_rate, 1),
             "rule-decided / noop throughput": round(rule_rate / noop_rate, 2),
+            "invalid arguments p50/p99 ms": f"{percentile(invalid_ms, 50):.2f} / {percentile(invalid_ms, 99):.2f}",
+            "invalid arguments calls/s": round(invalid_rate, 1),
+            "rule-decided / invalid arguments throughput": round(rule_rate / invalid_rate, 2),
         }
         note("answered calls")
         async with httpx.AsyncClient(timeout=30) as web:
