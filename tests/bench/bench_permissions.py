@@ -8,11 +8,12 @@ Run by hand from the repository root (pytest does not collect it):
 
 (a) ``approval_prompt`` calls an allow rule decides (``Bash(npm test *)``, 50 rules in the policy),
 each its own ``tools/call`` on one 2026-07-28 client, ``--concurrency`` at a time: latency p50/p99
-and calls per second, beside the same client calling ``noop_server.py``'s tool; the ratio of
-throughputs; and the same gateway answering calls with invalid arguments (no rule, no Redis), the
-cost of any ``tools/call`` there, which a decision adds to. (b) Calls a person answers on the web form, one at a time: from the call to its form
-link (the request opened and posted) and from the answer to the result, for ``approval_prompt`` and
-``elicit`` alike; the ratios. Targets: (a) p99 <= 10 ms and >= 0.8x the no-op's throughput, (b) ~1x.
+and calls per second, beside the same client calling ``noop_server.py``'s tool, and the ratio of
+throughputs; also the same gateway answering calls with invalid arguments (no rule, no Redis): the
+cost of any ``tools/call`` there, which a decision adds to. (b) Calls a person answers on the web
+form, one at a time: from the call to its form link (the request opened and posted) and from the
+answer to the result, for ``approval_prompt`` and ``elicit`` alike, and their ratios.
+Targets: (a) p99 <= 10 ms and >= 0.8x the no-op's throughput, (b) ~1x.
 """
 
 from __future__ import annotations
@@ -150,7 +151,9 @@ async def measure_both(opts: argparse.Namespace, gateway_url: str, noop_url: str
             "rule-decided p50/p99 ms": f"{percentile(rule_ms, 50):.2f} / {percentile(rule_ms, 99):.2f}",
             "rule-decided calls/s": round(rule_rate, 1),
             "rule-decided / noop throughput": round(rule_rate / noop_rate, 2),
-            "invalid arguments p50/p99 ms": f"{percentile(invalid_ms, 50):.2f} / {percentile(invalid_ms, 99):.2f}",
+            "invalid arguments p50/p99 ms": (
+                f"{percentile(invalid_ms, 50):.2f} / {percentile(invalid_ms, 99):.2f}"
+            ),
             "invalid arguments calls/s": round(invalid_rate, 1),
             "rule-decided / invalid arguments throughput": round(rule_rate / invalid_rate, 2),
         }
