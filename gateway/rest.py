@@ -114,12 +114,24 @@ class CreateRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> CreateRequest:
-        if self.tool is not None:
-            if self.message is not None or self.request_schema is not None:
-                raise ValueError("give either tool, or message and schema, not both")
-        elif self.message is None or self.request_schema is None:
-            raise ValueError("message and schema are required (or a tool call in tool)")
+        if self.tool is not None and (self.message is not None or self.request_schema is not None):
+            raise ValueError("give either tool, or message and schema, not both")
         return self
+
+    def missing(self) -> list[dict[str, Any]]:
+        """Without ``tool``: the errors of a missing ``message`` or ``schema``, as FastAPI reports a
+        missing field (each named, ``is required``)."""
+        if self.tool is not None:
+            return []
+        absent = [
+            name
+            for name, value in (("message", self.message), ("schema", self.request_schema))
+            if value is None
+        ]
+        return [
+            {"type": "missing", "loc": ("body", name), "msg": "Field required", "input": None}
+            for name in absent
+        ]
 
 
 class Result(BaseModel):
@@ -222,6 +234,8 @@ async def create_request(
     re-attached to, and one a person answered that no call has returned yet is handed out with
     its result (both 200)."""
     runtime = _runtime(request)
+    if missing := body.missing():
+        raise RequestValidationError(missing)
     if body.tool is not None:
         return await _open_tool_call(runtime, body, body.tool, response, caller)
     assert body.message is not None and body.request_schema is not None

@@ -79,6 +79,10 @@ async def test_a_tool_call_with_a_message_or_without_input_is_refused(start_gate
         )
         assert both.status_code == 422 and "not both" in both.text
         neither = await client.post("/v1/requests", json={"uiType": "web"})
-        assert neither.status_code == 422 and "message and schema are required" in neither.text
+        assert neither.status_code == 422
+        assert neither.json()["violations"] == [
+            {"path": "message", "rule": "is required"},
+            {"path": "schema", "rule": "is required"},
+        ]
         no_input = await client.post("/v1/requests", json={"tool": {"name": "Bash"}})
         assert no_input.status_code == 422 and "input" in no_input.text
