@@ -169,8 +169,8 @@ async def test_bad_arguments_and_unconfigured_channels_are_clear_errors(start_ga
     assert result.is_error and "configured channels: web" in text_of(result)
     result = await call_elicit(gateway.url, {"message": "", "schema": APPROVAL})
     assert result.is_error and text_of(result) == "message: must be a non-empty string"
-    result = await call_elicit(gateway.url, {"message": "x" * 9000, "schema": APPROVAL})
-    assert result.is_error and "message: must be at most 8192 bytes" in text_of(result)
+    result = await call_elicit(gateway.url, {"message": "x" * 33000, "schema": APPROVAL})
+    assert result.is_error and "message: must be at most 32768 bytes" in text_of(result)
 
 
 async def test_a_wrong_api_key_is_a_401_and_a_right_one_gets_five_minutes(
