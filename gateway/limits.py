@@ -78,6 +78,7 @@ class BodySizeLimit:
         length = next((value for name, value in scope["headers"] if name == b"content-length"), None)
         if length is not None:
             if not length.isdigit() or int(length) > max_bytes:
+                await _drain(receive)
                 await _refuse(scope, send, max_bytes)
                 return
             # The server reads exactly Content-Length bytes (HTTP/1.1 framing), so no more can come.
@@ -95,6 +96,8 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > max_bytes:
+                if message.get("more_body", False):
+                    await _drain(receive, seen)
                 await _refuse(scope, send, max_bytes)
                 return
             chunks.append(chunk)
@@ -102,6 +105,20 @@ class BodySizeLimit:
                 break
         body: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
         await self.app(scope, replay(body, receive), send)
+
+
+DRAIN_BYTES = 4 * 1024 * 1024
+"""Bytes of a refused body read and dropped before the 413 (no handler sees them), so that a client
+still sending it (an HTTP/1.1 client sends its whole body before it reads) gets the answer instead
+of a reset connection; past this the 413 is sent at once and the connection closed."""
+
+
+async def _drain(receive: Receive, seen: int = 0) -> None:
+    while seen <= DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+        seen += len(message.get("body", b""))
 
 
 def replay(first: Message, receive: Receive) -> Receive:
