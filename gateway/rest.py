@@ -23,12 +23,12 @@ from gateway.core.service import check_request
 from gateway.core.store import Opened
 from gateway.core.waiting import returned
 from gateway.errors import error_responses
-from gateway.permissions.prompt import compact, decision_of, plan
+from gateway.permissions.prompt import decision_of, plan
 from gateway.runtime import Runtime
 from schemas.errors import InvalidJsonError, UnknownRequestError
 from schemas.json_text import read_json
 from schemas.models import HumanFunction
-from schemas.results import is_error, result_text, structured_result
+from schemas.results import compact_json, is_error, result_text, structured_result
 
 
 class BoundedJsonRoute(APIRoute):
@@ -197,7 +197,8 @@ def _view(runtime: Runtime, hf: HumanFunction) -> RequestView:
     result = None
     if hf.outcome is not None and hf.tool_call is not None:
         decision = decision_of(hf.tool_call["name"], hf.tool_call["input"], hf.outcome, hf)
-        result = Result(text=compact(decision), isError=False, structuredContent=decision | {"id": hf.id})
+        text = compact_json(decision)
+        result = Result(text=text, isError=False, structuredContent=decision | {"id": hf.id})
     elif hf.outcome is not None:
         result = Result(
             text=result_text(hf.outcome),
@@ -282,10 +283,10 @@ async def _open_tool_call(
             created_at=now,
             deadline=now,
             form_url="",
-            policy=body.policy or _first_policy(runtime, caller),
+            policy=prompt.decided_by,
             delivery_error=None,
             result=Result(
-                text=compact(prompt.decided),
+                text=compact_json(prompt.decided),
                 isError=False,
                 structuredContent=prompt.decided | {"id": prompt.decided_id},
             ),
@@ -304,11 +305,6 @@ async def _open_tool_call(
     if opened is not Opened.CREATED:
         response.status_code = 200
     return _view(runtime, hf)
-
-
-def _first_policy(runtime: Runtime, caller: Caller) -> str | None:
-    policy = runtime.service.policies.first_for(caller.name, caller.authenticated)
-    return policy.name if policy is not None else None
 
 
 @router.get(

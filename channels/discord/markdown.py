@@ -34,6 +34,7 @@ from channels.document.model import (
     Table,
     is_diff,
 )
+from channels.document.source import code_span
 
 MAX_LIST_DEPTH = 3
 """Levels of nested lists shown indented; deeper ones are shown at this level."""
@@ -76,10 +77,6 @@ def read_more(form_url: str | None) -> str:
 def length(text: str) -> int:
     """Characters as Discord's limits count them (UTF-16 code units)."""
     return len(text.encode("utf-16-le")) // 2
-
-
-def size(one: Block) -> int:
-    return length(block(one)) + 2
 
 
 def render(document: Document) -> str:
@@ -126,14 +123,6 @@ def inline(runs: Runs, *, line_start: bool = True, label: bool = False) -> str:
             _append(pieces, f"[{inner}](<{_quoted(href)}>)")
         at_start = False
     return "".join(pieces)
-
-
-def code_span(text: str) -> str:
-    """`` `text` `` fenced with one more backtick than its longest run of them."""
-    longest = max((len(run) for run in re.findall("`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _styled(run: Run, line_start: bool, *, links: bool = True) -> str:

@@ -83,11 +83,6 @@ def rich_blocks(
     return blocks or [_rich([_section([_text(" ")])])], cut
 
 
-def size(block: Block) -> int:
-    """What ``block`` costs against Slack's limit: the characters of its text and link addresses."""
-    return sum(_text_size(element) for element in elements(block))
-
-
 def elements(block: Block) -> list[Element]:
     """The ``rich_text`` elements of one block of the document."""
     if isinstance(block, Paragraph):

@@ -22,10 +22,11 @@ from gateway.mcp.arguments import Arguments, object_or_none
 from gateway.mcp.call import Call, Question
 from gateway.mcp.texts import text_result
 from gateway.permissions.decisions import remember
-from gateway.permissions.prompt import Prompt, chose_session, compact, decision_of, plan
+from gateway.permissions.prompt import Prompt, chose_session, decision_of, plan
 from gateway.permissions.results import permission_result
 from schemas.errors import HumangateError
 from schemas.models import Outcome
+from schemas.results import compact_json
 
 NAME = "approval_prompt"
 
@@ -67,7 +68,7 @@ def read_call(raw: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
     if "input" not in args:
         arguments.violations = [v for v in arguments.violations if v.path != "input"]
         arguments.add("input", "is required")
-    if call_input is not None and len(compact(call_input).encode()) > MAX_INPUT_BYTES:
+    if call_input is not None and len(compact_json(dict(call_input)).encode()) > MAX_INPUT_BYTES:
         arguments.add("input", f"must be at most {MAX_INPUT_BYTES} bytes as JSON")
     arguments.raise_any()
     assert tool is not None and call_input is not None

@@ -8,7 +8,6 @@ ended into the JSON Claude Code reads; a timeout never allows.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,6 +27,7 @@ from gateway.permissions.results import allow, allow_for_session, denial_of, den
 from gateway.runtime import Runtime
 from schemas.errors import HumangateError
 from schemas.models import Action, Outcome
+from schemas.results import compact_json
 from schemas.tool_rules import session_rule
 
 ASK_USER_QUESTION = "AskUserQuestion"
@@ -55,14 +55,11 @@ class Prompt:
     decided: dict[str, Any] | None = None
     decided_id: str | None = None
     """The audit id of a decision made at once."""
+    decided_by: str | None = None
+    """The policy whose rule made it (``None``: a rule allowed for the session)."""
     question: Question | None = None
     rule: SessionRule | None = field(default=None)
     """What "Allow for this session" adds for this call (``None``: no such button)."""
-
-
-def compact(value: Any) -> str:
-    """``value`` as compact JSON (what the size limit and the digest measure)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 async def plan(
@@ -86,12 +83,19 @@ async def plan(
         at = runtime.service.clock()
         kept = audit_settings(runtime.settings)
         event_id = await record_decision(runtime.redis, kept, caller.identity, tool, decided, at)
-        return Prompt(tool, call_input, decided=_decided(decided, call_input), decided_id=event_id)
+        return Prompt(
+            tool,
+            call_input,
+            decided=_decided(decided, call_input),
+            decided_id=event_id,
+            decided_by=decided.policy,
+        )
     rule = session_rule(tool, call_input)
     describe = partial(describe_call, caller.name, tool, call_input, runtime.settings.max_message_bytes)
-    large = len(compact(call_input)) > LARGE_INPUT_BYTES
-    message = await anyio.to_thread.run_sync(describe) if large else describe()
-    schema = decision_schema(None if rule is None else session_title(rule), _digest(tool, call_input))
+    serialized = compact_json(call_input)  # once, for both: an input may be a mebibyte
+    message = await anyio.to_thread.run_sync(describe) if len(serialized) > LARGE_INPUT_BYTES else describe()
+    call_id = hashlib.sha256(f"{tool}\n{serialized}".encode()).hexdigest()[:12]
+    schema = decision_schema(None if rule is None else session_title(rule), call_id)
     return Prompt(tool, call_input, question=Question(None, message, schema), rule=rule)
 
 
@@ -149,10 +153,6 @@ def _decided(decided: Decided, call_input: Mapping[str, Any]) -> dict[str, Any]:
     if decided.behavior == "allow":
         return allow(call_input)
     return deny(f"Denied by policy '{decided.policy}': {decided.rule}")
-
-
-def _digest(tool: str, call_input: Mapping[str, Any]) -> str:
-    return hashlib.sha256(compact([tool, call_input]).encode()).hexdigest()[:12]
 
 
 def _questions(call_input: Mapping[str, Any], runtime: Runtime) -> dict[str, Any]:

@@ -4,25 +4,24 @@ a decision, which the client hands the model as the tool call's error itself."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 
+from gateway.mcp.texts import text_result
 from schemas.models import Action, Outcome, Status
-from schemas.results import NO_REASON
+from schemas.results import NO_REASON, compact_json
 
 _WAITED = re.compile(r"(?:after|within) (\d+ (?:second|minute)s?)")
 """The wait in an expired request's reason (``Request timed out after 5 minutes``, ``No answer within
 90 seconds (policy x)``)."""
 
 
-def permission_result(decision: Mapping[str, Any]) -> types.CallToolResult:
+def permission_result(decision: dict[str, Any]) -> types.CallToolResult:
     """One text content: ``decision`` as compact JSON."""
-    text = json.dumps(decision, separators=(",", ":"), ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
+    return text_result(compact_json(decision), error=False)
 
 
 def allow(updated_input: Mapping[str, Any]) -> dict[str, Any]:
